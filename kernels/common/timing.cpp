@@ -1,0 +1,77 @@
+#include "kernels/common/timing.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+namespace aispflow::kernels {
+
+TimingPolicy TimingPolicy::from_json(const nlohmann::json& j) {
+  TimingPolicy p;
+  if (!j.is_object()) return p;
+  p.warmup = j.value("warmup", p.warmup);
+  p.min_samples = j.value("min_samples", p.min_samples);
+  p.max_samples = j.value("max_samples", p.max_samples);
+  p.target_stdrel = j.value("target_stdrel", p.target_stdrel);
+  p.budget_s = j.value("budget_s", p.budget_s);
+  p.flush_cache = j.value("flush_cache", p.flush_cache);
+  p.min_samples = std::max(1, p.min_samples);
+  p.max_samples = std::max(p.min_samples, p.max_samples);
+  return p;
+}
+
+nlohmann::json TimingPolicy::to_json() const {
+  return {{"warmup", warmup},         {"min_samples", min_samples}, {"max_samples", max_samples},
+          {"target_stdrel", target_stdrel}, {"budget_s", budget_s}, {"flush_cache", flush_cache}};
+}
+
+nlohmann::json TimingStats::to_json() const {
+  return {{"median", median_ms}, {"min", min_ms}, {"max", max_ms}, {"mean", mean_ms}, {"stdrel", stdrel}};
+}
+
+TimingStats summarize(std::vector<double> samples_ms, double target_stdrel) {
+  TimingStats s;
+  s.samples = static_cast<int>(samples_ms.size());
+  if (samples_ms.empty()) return s;
+  std::sort(samples_ms.begin(), samples_ms.end());
+  const std::size_t n = samples_ms.size();
+  s.min_ms = samples_ms.front();
+  s.max_ms = samples_ms.back();
+  s.median_ms = n % 2 ? samples_ms[n / 2] : 0.5 * (samples_ms[n / 2 - 1] + samples_ms[n / 2]);
+  s.mean_ms = std::accumulate(samples_ms.begin(), samples_ms.end(), 0.0) / double(n);
+  double var = 0;
+  for (double x : samples_ms) var += (x - s.mean_ms) * (x - s.mean_ms);
+  var = n > 1 ? var / double(n - 1) : 0.0;
+  s.stdrel = s.mean_ms > 0 ? std::sqrt(var) / s.mean_ms : 0.0;
+  s.converged = n > 1 && s.stdrel <= target_stdrel;
+  return s;
+}
+
+TimingStats measure(const TimingPolicy& policy, const std::function<double()>& sample,
+                    const std::function<void()>& between) {
+  for (int i = 0; i < policy.warmup; ++i) {
+    if (between) between();
+    sample();
+  }
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  std::vector<double> samples;
+  samples.reserve(static_cast<std::size_t>(policy.min_samples));
+  while (true) {
+    if (between) between();
+    samples.push_back(sample());
+    const int n = static_cast<int>(samples.size());
+    if (n >= policy.max_samples) break;
+    const double elapsed = std::chrono::duration<double>(clock::now() - start).count();
+    if (n >= policy.min_samples) {
+      // Stop once the spread has settled; otherwise keep sampling until the budget runs out. The spread is
+      // judged on the samples so far, so an outlier early on is diluted rather than ending the run.
+      if (summarize(samples, policy.target_stdrel).converged) break;
+      if (elapsed >= policy.budget_s) break;
+    }
+  }
+  return summarize(std::move(samples), policy.target_stdrel);
+}
+
+}  // namespace aispflow::kernels

@@ -1,0 +1,40 @@
+#pragma once
+// Measurement policy and statistics, shared by every provider and probe (CPU and CUDA).
+// The loop: warm up, then take samples until the relative spread settles (stdrel <= target after at
+// least min_samples), or max_samples, or the time budget runs out. Report median, min, max, stdrel.
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace aispflow::kernels {
+
+struct TimingPolicy {
+  int warmup = 2;                 // untimed runs first
+  int min_samples = 5;
+  int max_samples = 200;
+  double target_stdrel = 0.02;    // stop once the relative standard deviation is at or below this
+  double budget_s = 2.0;          // stop sampling after this much time (the samples so far are reported)
+  bool flush_cache = true;        // flush L2 / LLC between samples (GPU: always possible; CPU: optional)
+  static TimingPolicy from_json(const nlohmann::json& j);   // missing fields keep defaults
+  nlohmann::json to_json() const;
+};
+
+struct TimingStats {
+  double median_ms = 0, min_ms = 0, max_ms = 0, mean_ms = 0;
+  double stdrel = 0;              // standard deviation / mean
+  int samples = 0;
+  bool converged = false;         // stdrel target met (false: budget or max_samples ended sampling)
+  nlohmann::json to_json() const; // {"median","min","max","stdrel"} in ms, as in the record schema
+};
+
+TimingStats summarize(std::vector<double> samples_ms, double target_stdrel);
+
+// The shared sampling loop. `sample()` runs the work once and returns its duration in ms (measured by
+// whatever clock fits: steady_clock on the CPU, CUDA events on the GPU). `between()` (optional) runs
+// untimed between samples, e.g. a cache flush.
+TimingStats measure(const TimingPolicy& policy, const std::function<double()>& sample,
+                    const std::function<void()>& between = {});
+
+}  // namespace aispflow::kernels
