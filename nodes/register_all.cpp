@@ -7,6 +7,16 @@ namespace aispflow {
 
 void register_builtin_nodes(Registry& registry) {
   // (each helper adds its line here)
+  registry.add(make_command_node());
+  registry.add(make_hello_node());   // the example custom node (examples/custom_node/hello_node.cpp)
+  registry.add(make_gemm_shapes_node());
+  registry.add(make_peak_node());
+  registry.add(make_gemm_sweep_node());
+  registry.add(make_kv_cache_node());
+  registry.add(make_cost_per_token_node());
+  registry.add(make_expect_node());
+  registry.add(make_roofline_node());
+  registry.add(make_compare_node());
 }
 
 }  // namespace aispflow

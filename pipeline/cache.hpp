@@ -8,11 +8,13 @@
 // The key digests everything a node's output depends on (KeyInputs). Entries are written to a temporary
 // directory and renamed into place, so a crash never leaves a half entry; an entry that fails to parse or
 // whose files fail their digest is treated as a miss with a warning, never an error.
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pipeline/artifact.hpp"
@@ -33,9 +35,20 @@ struct KeyInputs {
 
 std::string cache_key(const KeyInputs& inputs);
 
+// The digest of an artifact's content: its data (canonical dump), verdict, and each file's
+// (relative name, content digest), files in name order. Equal digests mean equal outputs, which is
+// what lets a re-run node with an unchanged result keep its descendants cached (early cutoff).
+std::string artifact_digest(const json& data, Verdict verdict,
+                            const std::map<std::string, std::string>& file_digests);
+
+// Writes `content` to `path` so that readers see either the old file or the whole new one, never a
+// partial write: a temporary file in the same directory, fsync()ed, then rename()d over `path`.
+// Creates missing parent directories. Throws std::runtime_error naming the path on failure.
+void atomic_write_file(const std::filesystem::path& path, std::string_view content);
+
 // Human reason why `now` differs from `before`, most important first, e.g.
-//   "params changed: providers [a] -> [a, b]", "input make_a changed", "file data/input.csv changed",
-//   "node type version 2 -> 3", "environment changed: driver 570.1 -> 580.2".
+//   "params changed: providers [a] → [a, b]", "input make_a changed", "file data/input.csv changed",
+//   "node type version 2 → 3", "environment changed: driver 570.1 → 580.2". Several reasons are joined by "; ".
 // Empty when equal.
 std::string explain_change(const KeyInputs& before, const KeyInputs& now);
 
@@ -57,10 +70,11 @@ class Cache {
                                  const std::function<void(const std::string&)>& warn = {}) const;
 
   // Moves `files_dir`'s files into a new entry together with `data` and returns the stored artifact
-  // (digest computed over data + verdict + files). Atomic; if another process stored the same key first,
-  // that entry is kept and returned.
+  // (digest computed over data + verdict + files). Atomic. When an entry for the key exists already
+  // (another process stored it first), that entry is kept and returned -- unless `replace` is set
+  // (a forced re-run: the user asked for fresh results), then the new entry atomically takes its place.
   Artifact store(const std::string& key, const KeyInputs& inputs, const json& data, Verdict verdict,
-                 const std::filesystem::path& files_dir);
+                 const std::filesystem::path& files_dir, bool replace = false);
 
   // What the last run of (workflow, node) used, to say why a node re-runs.
   void record_last(const std::string& workflow, const std::string& node, const KeyInputs& inputs,
@@ -68,9 +82,25 @@ class Cache {
   struct LastRun { KeyInputs inputs; std::string key; };
   std::optional<LastRun> last(const std::string& workflow, const std::string& node) const;
 
+  // A fresh directory under <root>/tmp/ for a run's node outputs (same filesystem as the entries, so
+  // store() renames instead of copying). Its name carries the creating process's id: gc and clear
+  // leave it alone while that process lives. The caller removes it when the run ends.
+  std::filesystem::path make_scratch_dir();
+
   std::vector<CacheEntryInfo> list() const;
-  // Removes entries no index file points at. Returns the number removed and bytes freed.
-  std::pair<std::size_t, std::uintmax_t> gc();
+  // Removes entries no index file points at, temporary directories left by crashed writers (older
+  // than an hour), scratch directories of runs whose process is gone, and the parsed-workflow cache
+  // (<root>/workflows/, rebuilt on demand).
+  // Meant to run while no `aispflow run` uses the cache: an entry stored but not yet recorded by a
+  // running process counts as unreferenced.
+  struct GcResult {
+    std::size_t entries = 0;     // unreferenced entries removed
+    std::size_t leftovers = 0;   // temporary and scratch directories, parsed-workflow cache
+    std::uintmax_t bytes = 0;    // freed, both kinds
+  };
+  GcResult gc();
+  // Removes every entry and index file (the lock file stays, so concurrent lockers stay exclusive;
+  // scratch directories of live runs stay, so those runs can still store what they compute).
   void clear();
 
  private:

@@ -1,0 +1,817 @@
+// The content-addressed artifact store. See pipeline/cache.hpp for the layout and docs/cache.md for why
+// it is built this way (atomic rename, flock, corruption handling, gc).
+#include "pipeline/cache.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
+
+#include "pipeline/hash.hpp"
+
+namespace aispflow {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kArtifactFile = "artifact.json";
+// Every temporary name contains this marker, so readers skip them and gc can find crash leftovers.
+constexpr const char* kTempMarker = ".tmp-";
+// A temporary directory older than this cannot belong to a live writer (stores take milliseconds).
+constexpr auto kStaleTempAge = std::chrono::hours(1);
+
+// ---- small helpers -------------------------------------------------------------------------------
+
+// Canonical dump: nlohmann's json keeps object keys sorted, and invalid UTF-8 (e.g. in captured
+// output) is replaced rather than thrown on, so every document has exactly one digestable form.
+std::string canonical_dump(const json& value, int indent = -1) {
+  return value.dump(indent, ' ', false, json::error_handler_t::replace);
+}
+
+// "<pid>-<16 random hex>": the pid keeps forked children apart even if they inherited the same
+// random state, the random part keeps threads of one process apart.
+std::string unique_suffix() {
+  thread_local std::mt19937_64 engine = [] {
+    std::random_device device;
+    std::seed_seq seed{device(), device(), static_cast<unsigned>(::getpid()),
+                       static_cast<unsigned>(std::hash<std::thread::id>{}(std::this_thread::get_id()))};
+    return std::mt19937_64(seed);
+  }();
+  char buffer[40];
+  std::snprintf(buffer, sizeof buffer, "%ld-%016llx", static_cast<long>(::getpid()),
+                static_cast<unsigned long long>(engine()));
+  return buffer;
+}
+
+bool is_temporary(const fs::path& p) { return p.filename().string().find(kTempMarker) != std::string::npos; }
+
+std::string now_iso8601() {
+  const std::time_t t = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&t, &utc);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buffer;
+}
+
+// Reads a whole file with plain POSIX calls: lookups sit on the path of a fully cached re-run, where
+// every syscall saved per node counts. Returns false (errno set) if it cannot be opened or read.
+bool try_read_file(const fs::path& file, std::string& out) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  out.clear();
+  char buffer[16384];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      ::close(fd);
+      errno = error;
+      return false;
+    }
+    if (n == 0) break;
+    out.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return true;
+}
+
+std::string read_whole_file(const fs::path& file) {
+  std::string content;
+  if (!try_read_file(file, content)) throw std::runtime_error("cannot read " + file.string() + ": " + std::strerror(errno));
+  return content;
+}
+
+// Size and content digest of a regular file, from one open(); nullopt (errno set) if unreadable.
+struct FileFacts {
+  bool regular = false;
+  std::uintmax_t bytes = 0;
+  std::string digest;  // empty unless regular
+};
+std::optional<FileFacts> examine_file(const fs::path& file, std::optional<std::uintmax_t> expected_bytes = {}) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  FileFacts facts;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    facts.regular = true;
+    facts.bytes = static_cast<std::uintmax_t>(st.st_size);
+    // A size mismatch already says enough; hash only what might be intact.
+    if (!expected_bytes || *expected_bytes == facts.bytes) {
+      Hasher hasher;
+      char buffer[65536];
+      for (;;) {
+        const ssize_t n = ::read(fd, buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+          const int error = errno;
+          ::close(fd);
+          errno = error;
+          return std::nullopt;
+        }
+        if (n == 0) break;
+        hasher.add(std::string_view(buffer, static_cast<std::size_t>(n)));
+      }
+      facts.digest = hasher.hex();
+    }
+  }
+  ::close(fd);
+  return facts;
+}
+
+std::runtime_error errno_error(const std::string& what, const fs::path& path) {
+  return std::runtime_error(what + " " + path.string() + ": " + std::strerror(errno));
+}
+
+// Total size of the regular files under `dir` (0 if it is gone).
+std::uintmax_t tree_bytes(const fs::path& dir) {
+  std::uintmax_t total = 0;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code size_ec;
+    if (it->is_regular_file(size_ec)) {
+      const auto size = it->file_size(size_ec);
+      if (!size_ec) total += size;
+    }
+  }
+  return total;
+}
+
+// Workflow and node names become file names. Matrix instances look like "per_size[size=1,dtype=f16]",
+// so everything outside [A-Za-z0-9_-] is percent-encoded: the mapping is injective, never produces
+// "." or "..", and never contains the temporary-name marker. Very long names keep a readable prefix
+// plus the digest of the whole name ('~' cannot come out of the encoding, so no clash).
+std::string filesystem_name(std::string_view name) {
+  if (name.empty()) return "%";
+  std::string out;
+  for (unsigned char c : name) {
+    if (std::isalnum(c) || c == '_' || c == '-') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      char escaped[4];
+      std::snprintf(escaped, sizeof escaped, "%%%02X", c);
+      out += escaped;
+    }
+  }
+  constexpr std::size_t kMaxLength = 180;  // file names are limited to 255 bytes; leave room for suffixes
+  if (out.size() > kMaxLength) out = out.substr(0, 120) + "~" + digest_bytes(name);
+  return out;
+}
+
+// An exclusive flock() on <root>/lock for the lifetime of the object. flock() locks are released by the
+// kernel when the process dies, so a crashed run never leaves the cache locked.
+class CacheLock {
+ public:
+  explicit CacheLock(const fs::path& root) {
+    fs::create_directories(root);
+    const fs::path file = root / "lock";
+    fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw errno_error("cannot open the cache lock", file);
+    while (::flock(fd_, LOCK_EX) != 0) {
+      if (errno != EINTR) {
+        const auto error = errno_error("cannot lock", file);
+        ::close(fd_);
+        throw error;
+      }
+    }
+  }
+  ~CacheLock() { ::close(fd_); }  // closing the descriptor releases the lock
+  CacheLock(const CacheLock&) = delete;
+  CacheLock& operator=(const CacheLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// Moves a file into the entry being built; rename() cannot cross filesystems (a node's scratch
+// directory may live on another one), so fall back to copying.
+void move_file(const fs::path& from, const fs::path& to) {
+  fs::create_directories(to.parent_path());
+  std::error_code ec;
+  if (!fs::is_symlink(from, ec)) {
+    fs::rename(from, to, ec);
+    if (!ec) return;
+  }
+  // A symlink is stored as the content it points at: the entry must be self-contained.
+  fs::copy_file(from, to, fs::copy_options::overwrite_existing);
+  fs::remove(from, ec);
+}
+
+struct StoredFile {
+  std::string name;  // relative to the entry directory, '/'-separated
+  std::string digest;
+  std::uintmax_t bytes = 0;
+};
+
+// A relative, '/'-separated path that stays inside the entry directory.
+bool is_safe_relative_name(const std::string& name) {
+  if (name.empty() || name.front() == '/') return false;
+  for (const auto& part : fs::path(name)) {
+    if (part == ".." || part == ".") return false;
+  }
+  return true;
+}
+
+// Renames a bad entry out of its key's place (so the next store can succeed at once), then deletes it.
+// If another process already removed or replaced it, there is nothing to do.
+void discard_entry(const fs::path& dir) {
+  const fs::path aside = dir.parent_path() / (dir.filename().string() + kTempMarker + "bad-" + unique_suffix());
+  std::error_code ec;
+  fs::rename(dir, aside, ec);
+  if (!ec) fs::remove_all(aside, ec);  // if this fails, gc removes it later (its name is temporary)
+}
+
+// Parses and checks an entry; returns the reason it is unusable, or nullopt with `out` filled.
+std::optional<std::string> read_entry(const std::string& key, const fs::path& dir, const std::string& text,
+                                      Artifact& out) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const std::exception& e) {
+    return std::string(kArtifactFile) + " is unreadable: " + e.what();
+  }
+  try {
+    if (!doc.is_object()) return std::string(kArtifactFile) + " is not a JSON object";
+    if (doc.value("key", std::string()) != key) return "it records another key";
+    if (!doc.contains("data")) return "it has no data";
+    if (!doc.contains("digest") || !doc["digest"].is_string()) return "it has no digest";
+    out.data = doc["data"];
+    out.verdict = verdict_from_string(doc.value("verdict", std::string("ok")));
+    out.dir = dir;
+    out.files.clear();
+    std::map<std::string, std::string> file_digests;
+    for (const auto& file : doc.value("files", json::array())) {
+      const auto name = file.at("name").get<std::string>();
+      const auto digest = file.at("digest").get<std::string>();
+      const auto bytes = file.at("bytes").get<std::uintmax_t>();
+      if (!is_safe_relative_name(name)) return "file name '" + name + "' leaves the entry";
+      const fs::path path = dir / name;
+      // XXH3 hashes at memory speed, so checking content on every hit is affordable and catches
+      // edits that keep the size.
+      const auto facts = examine_file(path, bytes);
+      if (!facts || !facts->regular) return "file " + name + " is missing";
+      if (facts->bytes != bytes) {
+        return "file " + name + " has " + std::to_string(facts->bytes) + " bytes, expected " + std::to_string(bytes);
+      }
+      if (facts->digest != digest) return "file " + name + " has changed content";
+      file_digests[name] = digest;
+      out.files.push_back(name);
+    }
+    std::sort(out.files.begin(), out.files.end());
+    out.digest = doc["digest"].get<std::string>();
+    if (artifact_digest(out.data, out.verdict, file_digests) != out.digest) return "its data does not match its digest";
+  } catch (const std::exception& e) {
+    return std::string(kArtifactFile) + " is malformed: " + e.what();
+  }
+  return std::nullopt;
+}
+
+// ---- explain_change rendering ---------------------------------------------------------------------
+
+// Values as a person writes them: strings without quotes, lists as [a, b], maps as {k: v}.
+void render_compact(const json& value, std::string& out) {
+  if (value.is_string()) {
+    const auto& s = value.get_ref<const std::string&>();
+    out += s.empty() ? std::string("\"\"") : s;
+  } else if (value.is_array()) {
+    out += '[';
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      if (i > 0) out += ", ";
+      render_compact(value[i], out);
+    }
+    out += ']';
+  } else if (value.is_object()) {
+    out += '{';
+    bool first = true;
+    for (const auto& [k, v] : value.items()) {
+      if (!first) out += ", ";
+      first = false;
+      out += k + ": ";
+      render_compact(v, out);
+    }
+    out += '}';
+  } else {
+    out += canonical_dump(value);
+  }
+}
+
+std::string compact(const json& value) {
+  std::string out;
+  render_compact(value, out);
+  constexpr std::size_t kMaxShown = 80;  // a reason is one line; huge params are cut, not dumped
+  if (out.size() > kMaxShown) out = out.substr(0, kMaxShown - 3) + "...";
+  return out;
+}
+
+// {"gpus":[{"name":"H100"}],"driver":"570.1"} -> {"driver": "570.1", "gpus[0].name": "H100"}
+void flatten(const json& value, const std::string& prefix, std::map<std::string, json>& out) {
+  if (value.is_object() && !value.empty()) {
+    for (const auto& [k, v] : value.items()) flatten(v, prefix.empty() ? k : prefix + "." + k, out);
+  } else if (value.is_array() && !value.empty()) {
+    for (std::size_t i = 0; i < value.size(); ++i) flatten(value[i], prefix + "[" + std::to_string(i) + "]", out);
+  } else if (!(prefix.empty() && value.is_null())) {
+    out[prefix.empty() ? std::string("(value)") : prefix] = value;
+  }
+}
+
+// "name old → new", "name (new) value", "name value (removed)" for each key that differs.
+std::vector<std::string> diff_maps(const std::map<std::string, json>& before, const std::map<std::string, json>& now) {
+  std::set<std::string> names;
+  for (const auto& [k, v] : before) names.insert(k);
+  for (const auto& [k, v] : now) names.insert(k);
+  std::vector<std::string> out;
+  for (const auto& name : names) {
+    const auto b = before.find(name);
+    const auto n = now.find(name);
+    if (b == before.end()) {
+      out.push_back(name + " (new) " + compact(n->second));
+    } else if (n == now.end()) {
+      out.push_back(name + " " + compact(b->second) + " (removed)");
+    } else if (b->second != n->second) {
+      out.push_back(name + " " + compact(b->second) + " → " + compact(n->second));
+    }
+  }
+  return out;
+}
+
+std::map<std::string, json> top_level(const json& params) {
+  std::map<std::string, json> out;
+  if (params.is_object()) {
+    for (const auto& [k, v] : params.items()) out[k] = v;
+  } else if (!params.is_null()) {
+    out["(params)"] = params;
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string>& parts, const std::string& separator) {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) out += (i > 0 ? separator : "") + parts[i];
+  return out;
+}
+
+// "input make_a changed", "file data/x.csv added", ...
+void diff_digests(const std::string& what, const std::map<std::string, std::string>& before,
+                  const std::map<std::string, std::string>& now, std::vector<std::string>& reasons) {
+  for (const auto& [name, digest] : now) {
+    const auto b = before.find(name);
+    if (b == before.end()) {
+      reasons.push_back(what + " " + name + " added");
+    } else if (b->second != digest) {
+      reasons.push_back(what + " " + name + " changed");
+    }
+  }
+  for (const auto& [name, digest] : before) {
+    if (!now.count(name)) reasons.push_back(what + " " + name + " removed");
+  }
+}
+
+}  // namespace
+
+// ---- KeyInputs and keys ---------------------------------------------------------------------------
+
+json KeyInputs::to_json() const {
+  return json{{"type", type},
+              {"version", type_version},
+              {"params", params},
+              {"inputs", input_digests},
+              {"files", file_digests},
+              {"environment", environment}};
+}
+
+KeyInputs KeyInputs::from_json(const json& j) {
+  KeyInputs k;
+  k.type = j.at("type").get<std::string>();
+  k.type_version = j.at("version").get<int>();
+  k.params = j.at("params");
+  k.input_digests = j.at("inputs").get<std::map<std::string, std::string>>();
+  k.file_digests = j.at("files").get<std::map<std::string, std::string>>();
+  k.environment = j.at("environment");
+  return k;
+}
+
+std::string cache_key(const KeyInputs& inputs) {
+  // The schema tag lets a future change of the key's composition invalidate old keys on purpose.
+  Hasher hasher;
+  hasher.add_field("aispflow cache key", "1");
+  hasher.add_field("inputs", canonical_dump(inputs.to_json()));
+  return hasher.hex();
+}
+
+std::string artifact_digest(const json& data, Verdict verdict, const std::map<std::string, std::string>& file_digests) {
+  Hasher hasher;
+  hasher.add_field("data", canonical_dump(data));
+  hasher.add_field("verdict", to_string(verdict));
+  for (const auto& [name, digest] : file_digests) hasher.add_field(name, digest);  // std::map: name order
+  return hasher.hex();
+}
+
+std::string explain_change(const KeyInputs& before, const KeyInputs& now) {
+  std::vector<std::string> reasons;
+  if (before.type != now.type) reasons.push_back("node type " + before.type + " → " + now.type);
+  if (before.type_version != now.type_version) {
+    reasons.push_back("node type version " + std::to_string(before.type_version) + " → " +
+                      std::to_string(now.type_version));
+  }
+  if (const auto params = diff_maps(top_level(before.params), top_level(now.params)); !params.empty()) {
+    reasons.push_back("params changed: " + join(params, ", "));
+  }
+  diff_digests("input", before.input_digests, now.input_digests, reasons);
+  diff_digests("file", before.file_digests, now.file_digests, reasons);
+  std::map<std::string, json> env_before, env_now;
+  flatten(before.environment, "", env_before);
+  flatten(now.environment, "", env_now);
+  if (auto env = diff_maps(env_before, env_now); !env.empty()) {
+    constexpr std::size_t kShown = 3;  // enough to see what happened; the rest is counted
+    const std::size_t more = env.size() > kShown ? env.size() - kShown : 0;
+    env.resize(std::min(env.size(), kShown));
+    reasons.push_back("environment changed: " + join(env, ", ") +
+                      (more ? ", and " + std::to_string(more) + " more" : std::string()));
+  }
+  return join(reasons, "; ");
+}
+
+namespace {
+
+// Creates `path` (which must not exist) with `content`. With `durable`, fsync()s before returning:
+// without it, a crash soon after a following rename could leave the new name on an empty file.
+// On failure nothing is left behind and the error names `shown` (the path the caller cares about).
+void write_new_file(const fs::path& path, std::string_view content, bool durable, const fs::path& shown) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) throw errno_error("cannot create", shown);
+  auto fail = [&](const std::string& what) {
+    const auto error = errno_error(what, shown);
+    ::close(fd);
+    ::unlink(path.c_str());
+    return error;
+  };
+  std::size_t written = 0;
+  while (written < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + written, content.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw fail("cannot write");
+    written += static_cast<std::size_t>(n);
+  }
+  if (durable && ::fsync(fd) != 0) throw fail("cannot sync");
+  if (::close(fd) != 0) {
+    const auto error = errno_error("cannot write", shown);
+    ::unlink(path.c_str());
+    throw error;
+  }
+}
+
+// Temp file in the same directory (rename() is only atomic within one filesystem), then rename().
+void replace_file(const fs::path& path, std::string_view content, bool durable) {
+  if (path.has_parent_path()) fs::create_directories(path.parent_path());
+  const fs::path temp = path.string() + kTempMarker + unique_suffix();
+  write_new_file(temp, content, durable, path);
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    const auto error = errno_error("cannot replace", path);
+    ::unlink(temp.c_str());
+    throw error;
+  }
+}
+
+}  // namespace
+
+void atomic_write_file(const fs::path& path, std::string_view content) { replace_file(path, content, true); }
+
+// ---- Cache -----------------------------------------------------------------------------------------
+
+namespace {
+
+fs::path entry_dir(const fs::path& root, const std::string& key) { return root / "objects" / key.substr(0, 2) / key; }
+
+fs::path index_file(const fs::path& root, const std::string& workflow, const std::string& node) {
+  return root / "index" / filesystem_name(workflow) / (filesystem_name(node) + ".json");
+}
+
+void check_key(const std::string& key) {
+  const bool ok = key.size() >= 3 && std::all_of(key.begin(), key.end(), [](unsigned char c) { return std::isalnum(c); });
+  if (!ok) throw std::invalid_argument("invalid cache key '" + key + "'");
+}
+
+// Every parseable index file: the key it points at and its "workflow/node" label.
+std::vector<std::pair<std::string, std::string>> read_index(const fs::path& root) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(root / "index", ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code type_ec;
+    if (!it->is_regular_file(type_ec) || is_temporary(it->path()) || it->path().extension() != ".json") continue;
+    try {
+      const json doc = json::parse(read_whole_file(it->path()));
+      out.emplace_back(doc.at("key").get<std::string>(),
+                       doc.at("workflow").get<std::string>() + "/" + doc.at("node").get<std::string>());
+    } catch (const std::exception&) {
+      // An unreadable index file only loses a "why" explanation; it references nothing.
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Cache::Cache(fs::path root) : root_(std::move(root)) {}
+
+std::optional<Artifact> Cache::lookup(const std::string& key,
+                                      const std::function<void(const std::string&)>& warn) const {
+  if (key.size() < 3 || !std::all_of(key.begin(), key.end(), [](unsigned char c) { return std::isalnum(c); })) {
+    return std::nullopt;  // not a key this cache could have written
+  }
+  const fs::path dir = entry_dir(root_, key);
+  std::string text;
+  std::optional<std::string> why;
+  Artifact artifact;
+  if (!try_read_file(dir / kArtifactFile, text)) {
+    const int error = errno;
+    std::error_code ec;
+    if (!fs::exists(dir, ec)) return std::nullopt;  // a plain miss
+    why = std::string(kArtifactFile) + " is unreadable: " + std::strerror(error);
+  } else {
+    why = read_entry(key, dir, text, artifact);
+  }
+  if (why) {
+    if (warn) warn("cache entry " + key + " is corrupt (" + *why + "); it will be rebuilt");
+    discard_entry(dir);
+    return std::nullopt;
+  }
+  return artifact;
+}
+
+namespace {
+
+// Swaps two directories in one atomic step (Linux renameat2 RENAME_EXCHANGE), so readers see the old
+// entry or the new one, never none. Where the filesystem cannot exchange, the old entry is renamed
+// aside first: a reader in that instant sees a miss, which only costs it a re-run.
+bool exchange_directories(const fs::path& a, const fs::path& b) {
+#ifdef RENAME_EXCHANGE
+  if (::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) == 0) return true;
+#endif
+  const fs::path aside = b.string() + kTempMarker + "replaced-" + unique_suffix();
+  std::error_code ec;
+  fs::rename(b, aside, ec);
+  if (ec) return false;
+  fs::rename(a, b, ec);
+  if (ec) {
+    fs::rename(aside, b, ec);
+    return false;
+  }
+  fs::rename(aside, a, ec);  // the caller removes `a`, as after an exchange
+  return !ec;
+}
+
+}  // namespace
+
+Artifact Cache::store(const std::string& key, const KeyInputs& inputs, const json& data, Verdict verdict,
+                      const fs::path& files_dir, bool replace) {
+  check_key(key);
+  const fs::path final_dir = entry_dir(root_, key);
+  fs::create_directories(final_dir.parent_path());
+  const fs::path temp_dir = final_dir.parent_path() / (key + kTempMarker + unique_suffix());
+  fs::create_directory(temp_dir);
+
+  try {
+    // 1. Move the node's output files in, keeping their relative paths.
+    std::vector<StoredFile> files;
+    std::error_code ec;
+    if (!files_dir.empty() && fs::is_directory(files_dir, ec)) {
+      std::vector<fs::path> sources;
+      for (fs::recursive_directory_iterator it(files_dir), end; it != end; ++it) {
+        if (it->is_regular_file()) sources.push_back(it->path());  // follows symlinks to files
+      }
+      for (const auto& source : sources) {
+        const std::string name = source.lexically_relative(files_dir).generic_string();
+        if (name == kArtifactFile) {
+          throw std::runtime_error("an output file may not be named " + std::string(kArtifactFile) +
+                                   " (the cache keeps its own record under that name)");
+        }
+        move_file(source, temp_dir / name);
+        const auto facts = examine_file(temp_dir / name);
+        if (!facts || !facts->regular) throw errno_error("cannot read", temp_dir / name);
+        files.push_back({name, facts->digest, facts->bytes});
+      }
+    }
+    std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+
+    // 2. The record. Data goes through its canonical text once, so what store() returns is exactly
+    //    what a later lookup() reads back (e.g. NaN becomes null in both).
+    const json stored_data = json::parse(canonical_dump(data));
+    std::map<std::string, std::string> file_digests;
+    json file_list = json::array();
+    for (const auto& f : files) {
+      file_digests[f.name] = f.digest;
+      file_list.push_back({{"name", f.name}, {"digest", f.digest}, {"bytes", f.bytes}});
+    }
+    const std::string digest = artifact_digest(stored_data, verdict, file_digests);
+    const json record{{"key", key},           {"type", inputs.type},   {"inputs", inputs.to_json()},
+                      {"data", stored_data},  {"verdict", to_string(verdict)}, {"files", file_list},
+                      {"digest", digest},     {"created", now_iso8601()}};
+    // The directory is still private to us, so a plain write suffices; the fsync makes sure the
+    // entry is never published with a record that a crash could still empty.
+    write_new_file(temp_dir / kArtifactFile, canonical_dump(record, 1), true, final_dir / kArtifactFile);
+
+    // 3. Publish. rename() of a directory is atomic: readers see no entry or a complete one.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      fs::rename(temp_dir, final_dir, ec);
+      if (ec && replace && exchange_directories(temp_dir, final_dir)) {
+        fs::remove_all(temp_dir, ec);  // now holds the replaced entry; gc removes it if this fails
+        ec.clear();
+      }
+      if (!ec) {
+        Artifact artifact;
+        artifact.data = stored_data;
+        artifact.verdict = verdict;
+        artifact.dir = final_dir;
+        for (const auto& f : files) artifact.files.push_back(f.name);
+        artifact.digest = digest;
+        return artifact;
+      }
+      // Someone published this key first. Theirs is as good as ours if it is intact (same key, same
+      // inputs); if it is corrupt, lookup() moves it away and we try once more.
+      if (auto existing = lookup(key)) {
+        fs::remove_all(temp_dir, ec);
+        return *existing;
+      }
+    }
+    throw std::runtime_error("cannot store cache entry " + key + " in " + final_dir.string() + ": " + ec.message());
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove_all(temp_dir, ignored);
+    throw;
+  }
+}
+
+void Cache::record_last(const std::string& workflow, const std::string& node, const KeyInputs& inputs,
+                        const std::string& key) {
+  const fs::path file = index_file(root_, workflow, node);
+  // A fully cached re-run records the same thing for every node; skipping those writes (and their
+  // fsyncs) keeps it fast.
+  if (const auto previous = last(workflow, node); previous && previous->key == key && previous->inputs == inputs) {
+    return;
+  }
+  const json doc{{"workflow", workflow}, {"node", node}, {"key", key},
+                 {"inputs", inputs.to_json()}, {"recorded", now_iso8601()}};
+  CacheLock lock(root_);  // so gc never decides on a half-updated set of references
+  // Atomic but not fsync()ed: an index file only explains re-runs and roots gc, and losing one in a
+  // power cut costs at most a rebuild. Skipping the sync keeps a first run of many nodes fast.
+  replace_file(file, canonical_dump(doc, 1), false);
+}
+
+std::optional<Cache::LastRun> Cache::last(const std::string& workflow, const std::string& node) const {
+  std::string text;
+  if (!try_read_file(index_file(root_, workflow, node), text)) return std::nullopt;  // never ran
+  try {
+    const json doc = json::parse(text);
+    return LastRun{KeyInputs::from_json(doc.at("inputs")), doc.at("key").get<std::string>()};
+  } catch (const std::exception&) {
+    return std::nullopt;  // unreadable: the node simply has no recorded previous run
+  }
+}
+
+std::vector<CacheEntryInfo> Cache::list() const {
+  std::map<std::string, std::vector<std::string>> used_by;
+  for (auto& [key, label] : read_index(root_)) used_by[key].push_back(std::move(label));
+
+  std::vector<CacheEntryInfo> entries;
+  std::error_code ec;
+  for (fs::directory_iterator shard(root_ / "objects", ec), end; !ec && shard != end; shard.increment(ec)) {
+    std::error_code inner_ec;
+    for (fs::directory_iterator it(shard->path(), inner_ec); !inner_ec && it != end; it.increment(inner_ec)) {
+      if (is_temporary(it->path())) continue;
+      CacheEntryInfo info;
+      info.key = it->path().filename().string();
+      info.bytes = tree_bytes(it->path());
+      std::error_code time_ec;
+      info.written = fs::last_write_time(it->path() / kArtifactFile, time_ec);
+      if (time_ec) info.written = fs::last_write_time(it->path(), time_ec);
+      try {
+        info.type = json::parse(read_whole_file(it->path() / kArtifactFile)).value("type", std::string("?"));
+      } catch (const std::exception&) {
+        info.type = "?";  // corrupt; lookup() will say so and rebuild it
+      }
+      if (auto found = used_by.find(info.key); found != used_by.end()) {
+        info.used_by = found->second;
+        std::sort(info.used_by.begin(), info.used_by.end());
+      }
+      entries.push_back(std::move(info));
+    }
+  }
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
+  return entries;
+}
+
+namespace {
+
+constexpr const char* kScratchPrefix = "run-";
+
+// True while the process that made scratch directory "run-<pid>-<random>" is alive (on this host:
+// the cache lives on a local disk, like the runs using it).
+bool scratch_owner_alive(const fs::path& dir) {
+  const std::string name = dir.filename().string();
+  if (name.rfind(kScratchPrefix, 0) != 0) return false;
+  const long pid = std::strtol(name.c_str() + std::strlen(kScratchPrefix), nullptr, 10);
+  if (pid <= 0) return false;
+  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
+}  // namespace
+
+fs::path Cache::make_scratch_dir() {
+  const fs::path dir = root_ / "tmp" / (kScratchPrefix + unique_suffix());
+  fs::create_directories(dir);
+  return dir;
+}
+
+Cache::GcResult Cache::gc() {
+  std::error_code ec;
+  if (!fs::is_directory(root_, ec)) return {};
+  CacheLock lock(root_);
+  std::set<std::string> referenced;
+  for (const auto& [key, label] : read_index(root_)) referenced.insert(key);
+
+  const auto stale_before = fs::file_time_type::clock::now() - kStaleTempAge;
+  auto is_stale = [&](const fs::path& p) {
+    std::error_code time_ec;
+    const auto written = fs::last_write_time(p, time_ec);
+    return !time_ec && written < stale_before;
+  };
+
+  std::vector<fs::path> doomed;      // unreferenced entries
+  std::vector<fs::path> leftovers;   // everything else gc may remove
+  for (fs::directory_iterator shard(root_ / "objects", ec), end; !ec && shard != end; shard.increment(ec)) {
+    std::error_code inner_ec;
+    for (fs::directory_iterator it(shard->path(), inner_ec); !inner_ec && it != end; it.increment(inner_ec)) {
+      if (is_temporary(it->path())) {
+        if (is_stale(it->path())) leftovers.push_back(it->path());
+      } else if (!referenced.count(it->path().filename().string())) {
+        doomed.push_back(it->path());
+      }
+    }
+  }
+  // Temporary files of index writes that crashed before their rename.
+  for (fs::recursive_directory_iterator it(root_ / "index", ec), end; !ec && it != end; it.increment(ec)) {
+    if (is_temporary(it->path()) && is_stale(it->path())) leftovers.push_back(it->path());
+  }
+  // Scratch directories of runs that were killed before they could remove them.
+  ec.clear();
+  for (fs::directory_iterator it(root_ / "tmp", ec), end; !ec && it != end; it.increment(ec)) {
+    if (!scratch_owner_alive(it->path())) leftovers.push_back(it->path());
+  }
+  // Parsed workflows: a pure speed-up, one per (file content, --set) ever run; rebuilt when needed.
+  ec.clear();
+  if (fs::exists(root_ / "workflows", ec)) leftovers.push_back(root_ / "workflows");
+
+  GcResult result;
+  // Returns whether `path` went, adding its size to the bytes freed.
+  auto remove = [&](const fs::path& path) {
+    std::error_code size_ec;
+    const std::uintmax_t size = fs::is_directory(path, size_ec) ? tree_bytes(path) : fs::file_size(path, size_ec);
+    std::error_code remove_ec;
+    fs::remove_all(path, remove_ec);
+    if (remove_ec) return false;
+    result.bytes += size_ec ? 0 : size;
+    return true;
+  };
+  for (const auto& path : doomed) result.entries += remove(path);
+  for (const auto& path : leftovers) result.leftovers += remove(path);
+  return result;
+}
+
+void Cache::clear() {
+  std::error_code ec;
+  if (!fs::is_directory(root_, ec)) return;
+  CacheLock lock(root_);
+  // Everything but the lock file: deleting it while another process waits on it would let a third
+  // process lock a fresh file and run at the same time as the waiter.
+  for (fs::directory_iterator it(root_, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().filename() == "lock") continue;
+    if (it->path().filename() == "tmp") {
+      std::error_code tmp_ec;
+      for (fs::directory_iterator run(it->path(), tmp_ec); !tmp_ec && run != end; run.increment(tmp_ec))
+        if (!scratch_owner_alive(run->path())) fs::remove_all(run->path());
+      continue;
+    }
+    fs::remove_all(it->path());
+  }
+}
+
+}  // namespace aispflow
