@@ -45,6 +45,11 @@ class Backend : public Environment {
   virtual json hardware_info() const = 0;
 };
 
+// The GPU GEMM providers aispflow knows, whether or not this build or machine can run them: workflow
+// validation accepts these names everywhere, and a sweep on a machine without them records them as
+// skipped with the reason instead of failing. The CUDA backend offers exactly these.
+const std::vector<std::string>& gpu_provider_names();
+
 // "auto" | "cpu" | "cuda". auto = cuda when built with CUDA and a GPU is present, else cpu.
 // Throws std::invalid_argument with a clear message for an unknown or unavailable name.
 std::unique_ptr<Backend> make_backend(const std::string& name);

@@ -1,0 +1,111 @@
+// GEMM shapes, dtype sizes and the result record (docs/records.md): the one schema every provider writes.
+#include "kernels/common/gemm.hpp"
+#include "kernels/common/backend.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace aispflow::kernels {
+
+json GemmShape::to_json() const {
+  json j = {{"name", name}, {"m", m}, {"n", n}, {"k", k}};
+  if (batch != 1) j["batch"] = batch;   // the common case stays in the documented {name, m, n, k} form
+  return j;
+}
+
+namespace {
+
+// A positive integer field of a shape object; the message names the field and what was found.
+std::int64_t positive_dimension(const json& j, const char* field) {
+  if (!j.contains(field)) throw std::invalid_argument(std::string("shape: missing field '") + field + "'");
+  const json& v = j.at(field);
+  // A YAML "2048.0" arrives as a float: accept it only when it is a whole number.
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::floor(d) != d)
+      throw std::invalid_argument(std::string("shape: field '") + field + "' must be a positive integer, got " +
+                                  v.dump());
+    if (d < 1) throw std::invalid_argument(std::string("shape: field '") + field + "' must be >= 1, got " + v.dump());
+    return static_cast<std::int64_t>(d);
+  }
+  if (!v.is_number_integer())
+    throw std::invalid_argument(std::string("shape: field '") + field + "' must be a positive integer, got " +
+                                v.dump());
+  const auto x = v.get<std::int64_t>();
+  if (x < 1) throw std::invalid_argument(std::string("shape: field '") + field + "' must be >= 1, got " + v.dump());
+  return x;
+}
+
+}  // namespace
+
+GemmShape GemmShape::from_json(const json& j) {
+  if (!j.is_object()) throw std::invalid_argument("shape: expected an object {name, m, n, k}, got " + j.dump());
+  GemmShape s;
+  s.m = positive_dimension(j, "m");
+  s.n = positive_dimension(j, "n");
+  s.k = positive_dimension(j, "k");
+  if (j.contains("batch")) s.batch = positive_dimension(j, "batch");
+  if (j.contains("name")) {
+    if (!j.at("name").is_string())
+      throw std::invalid_argument("shape: field 'name' must be a string, got " + j.at("name").dump());
+    s.name = j.at("name").get<std::string>();
+  }
+  if (s.name.empty()) s.name = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
+  return s;
+}
+
+std::optional<int> operand_bytes(const std::string& dtype) {
+  if (dtype == "fp64") return 8;
+  if (dtype == "fp32" || dtype == "tf32") return 4;   // tf32 is stored as fp32; only the math is narrower
+  if (dtype == "fp16" || dtype == "bf16") return 2;
+  if (dtype == "fp8_e4m3" || dtype == "fp8_e5m2") return 1;
+  return std::nullopt;
+}
+
+int output_bytes(const std::string& dtype) {
+  if (dtype == "fp8_e4m3" || dtype == "fp8_e5m2") return 2;   // fp8 GEMMs write bf16
+  if (dtype == "tf32") return 4;
+  return operand_bytes(dtype).value_or(0);                     // 0: unknown dtype
+}
+
+double compulsory_bytes(const GemmShape& s, const std::string& dtype) {
+  const auto in = operand_bytes(dtype);
+  if (!in) return 0;
+  const double m = double(s.m), n = double(s.n), k = double(s.k);
+  return double(s.batch) * ((m * k + k * n) * double(*in) + m * n * double(output_bytes(dtype)));
+}
+
+double intensity(const GemmShape& s, const std::string& dtype) {
+  const double bytes = compulsory_bytes(s, dtype);
+  return bytes > 0 ? s.flops() / bytes : 0.0;
+}
+
+json GemmRecord::to_json(const json& env) const {
+  json r = {{"provider", provider}, {"kernel", kernel},   {"shape", shape.to_json()},
+            {"dtype", dtype},       {"status", status},   {"verified", verified},
+            {"max_rel_err", max_rel_err}, {"tolerance", tolerance}};
+  if (!reason.empty()) r["reason"] = reason;
+  if (operand_bytes(dtype)) r["intensity"] = intensity(shape, dtype);
+  // Throughput only for a verified, timed result: a failed or skipped record carries no numbers to plot.
+  if (time && status == "ok" && time->median_ms > 0) {
+    const double seconds = time->median_ms * 1e-3;
+    r["time_ms"] = time->to_json();
+    r["samples"] = time->samples;
+    r["converged"] = time->converged;
+    r["tflops"] = shape.flops() / seconds / 1e12;
+    if (operand_bytes(dtype)) r["gbytes_per_s"] = compulsory_bytes(shape, dtype) / seconds / 1e9;
+  }
+  r["env"] = env.is_null() ? json::object() : env;
+  // Provider-specific fields join the record but never replace the documented ones.
+  if (extra.is_object())
+    for (auto it = extra.begin(); it != extra.end(); ++it)
+      if (!r.contains(it.key())) r[it.key()] = it.value();
+  return r;
+}
+
+const std::vector<std::string>& gpu_provider_names() {
+  static const std::vector<std::string> names = {"cublaslt", "cublaslt.sweep"};
+  return names;
+}
+
+}  // namespace aispflow::kernels

@@ -1,0 +1,930 @@
+// Node type `roofline`: places every measured GEMM on the roofline of the machine it ran on.
+//
+// Inputs: `peak` artifacts ("ceilings") and `gemm_sweep` artifacts ("records"); optionally an Nsight Compute
+// CSV export (per-kernel DRAM bytes) with a FLOPs metadata CSV, for points whose intensity comes from
+// measured traffic instead of compulsory traffic.
+//
+// For each ok record: attainable = min(compute peak, intensity x bandwidth), where the bandwidth is the best
+// measured ceiling of the slowest memory level (the one compulsory traffic has to cross: DRAM / HBM) and the
+// compute peak is the best measured ceiling of the record's dtype (else the highest measured one, and the
+// CSV says so). binding = the smaller term. With datasheet ceilings present, the same against the datasheet.
+//
+// Outputs: roofline.svg, roofline.csv and {"points", "ceilings", "ridge_points", ...}.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "kernels/common/gemm.hpp"
+#include "nodes/inputs.hpp"
+#include "nodes/ncu_csv.hpp"
+#include "nodes/node_factories.hpp"
+#include "nodes/record_match.hpp"
+#include "nodes/svg.hpp"
+
+namespace aispflow {
+namespace {
+
+using records::format_number;
+
+// ---- ceilings ------------------------------------------------------------------------------------------
+
+struct Ceiling {
+  std::string name;
+  bool memory = false;       // memory (GB/s) or compute (TFLOP/s)
+  double value = 0;          // GB/s for memory, TFLOP/s for compute
+  bool measured = true;      // false: datasheet
+  std::string dtype;         // compute ceilings: the dtype they were measured with (may be empty)
+  std::string level;         // memory ceilings: "dram", "hbm", "l2", ...
+  std::string method;
+
+  std::string unit() const { return memory ? "GB/s" : "TFLOP/s"; }
+  std::string label() const {
+    return name + "  " + format_number(value) + " " + unit() + (measured ? "" : " (datasheet)");
+  }
+  json to_json() const {
+    json j = {{"name", name},   {"kind", memory ? "memory" : "compute"}, {"unit", unit()},
+              {"value", value}, {"source", measured ? "measured" : "datasheet"}};
+    if (!dtype.empty()) j["dtype"] = dtype;
+    if (!level.empty()) j["level"] = level;
+    if (!method.empty()) j["method"] = method;
+    return j;
+  }
+};
+
+const std::vector<std::string> kDtypes = {"fp64", "fp32", "tf32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "fp8",
+                                          "int8", "fp4"};
+const std::vector<std::string> kLevelWords = {"hbm", "dram", "ddr", "gddr", "memory", "mem", "llc", "l3", "l2", "l1",
+                                              "smem", "shared"};
+
+std::vector<std::string> name_tokens(const std::string& name) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : name) {
+    if (c == '.' || c == '_' || c == '-' || c == ' ' || c == '/') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += char(std::tolower(static_cast<unsigned char>(c)));
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+// The memory level of a ceiling: its "level" field, else a level word in its name ("hbm.copy" -> hbm,
+// "datasheet.hbm" -> hbm), else the first word of the name.
+std::string level_of(const json& c, const std::string& name) {
+  if (c.contains("level") && c["level"].is_string()) return c["level"];
+  const auto tokens = name_tokens(name);
+  for (const auto& t : tokens)
+    if (std::find(kLevelWords.begin(), kLevelWords.end(), t) != kLevelWords.end()) return t;
+  return tokens.empty() ? std::string("memory") : tokens.front();
+}
+
+std::string dtype_of_ceiling(const json& c, const std::string& name) {
+  if (c.contains("dtype") && c["dtype"].is_string()) return c["dtype"];
+  std::string lowered;
+  for (char ch : name) lowered += char(std::tolower(static_cast<unsigned char>(ch)));
+  // "fp8_e4m3" spans two tokens: look for the longest dtype name in the whole name first.
+  for (const auto& d : {"fp8_e4m3", "fp8_e5m2"})
+    if (lowered.find(d) != std::string::npos) return d;
+  for (const auto& t : name_tokens(name))
+    if (std::find(kDtypes.begin(), kDtypes.end(), t) != kDtypes.end()) return t;
+  return {};
+}
+
+// Values in GB/s or TFLOP/s whatever unit the producer chose.
+std::optional<double> normalized(double v, const std::string& unit, bool memory) {
+  static const std::map<std::string, double> mem = {{"GB/s", 1},        {"TB/s", 1e3},   {"MB/s", 1e-3},
+                                                    {"GiB/s", 1.073741824}, {"TiB/s", 1099.511627776},
+                                                    {"MiB/s", 0.001048576}, {"B/s", 1e-9}};
+  static const std::map<std::string, double> flop = {{"TFLOP/s", 1}, {"GFLOP/s", 1e-3}, {"PFLOP/s", 1e3},
+                                                     {"FLOP/s", 1e-12}, {"TFLOPS", 1}, {"GFLOPS", 1e-3}};
+  const auto& table = memory ? mem : flop;
+  auto it = table.find(unit);
+  if (it == table.end()) return std::nullopt;
+  return v * it->second;
+}
+
+std::vector<Ceiling> read_ceilings(const json& raw, std::vector<std::string>& warnings) {
+  std::vector<Ceiling> out;
+  for (const auto& c : raw) {
+    if (!c.is_object()) continue;
+    const std::string kind = c.value("kind", std::string());
+    if (kind != "memory" && kind != "compute") continue;   // interconnect etc.: not a roofline
+    const std::string name = c.value("name", std::string("unnamed"));
+    if (!c.contains("value") || !c["value"].is_number() || !(c["value"].get<double>() > 0)) {
+      warnings.push_back("ceiling " + name + " has no positive value: left out");
+      continue;
+    }
+    Ceiling x;
+    x.name = name;
+    x.memory = kind == "memory";
+    const std::string unit = c.value("unit", std::string(x.memory ? "GB/s" : "TFLOP/s"));
+    const auto v = normalized(c["value"].get<double>(), unit, x.memory);
+    if (!v) throw NodeError("ceiling " + name + ": unknown unit '" + unit + "' (expected " +
+                            (x.memory ? "GB/s, TB/s, MB/s, GiB/s" : "TFLOP/s, GFLOP/s, PFLOP/s") + ")");
+    x.value = *v;
+    x.measured = c.value("source", std::string("measured")) != "datasheet";
+    x.method = c.value("method", std::string());
+    if (x.memory)
+      x.level = level_of(c, name);
+    else
+      x.dtype = dtype_of_ceiling(c, name);
+    // The same ceiling from two peak nodes (e.g. the same machine measured twice): keep the better one.
+    auto same = std::find_if(out.begin(), out.end(), [&](const Ceiling& o) {
+      return o.name == x.name && o.memory == x.memory && o.measured == x.measured;
+    });
+    if (same != out.end())
+      same->value = std::max(same->value, x.value);
+    else
+      out.push_back(std::move(x));
+  }
+  return out;
+}
+
+// Keeps only the ceilings named in `wanted` (when given); unknown names are an error listing the known ones.
+void filter_ceilings(std::vector<Ceiling>& all, const json& wanted, bool memory, const std::string& param) {
+  if (!wanted.is_array() || wanted.empty()) return;
+  std::set<std::string> names;
+  for (const auto& w : wanted) names.insert(w.get<std::string>());
+  std::string known;
+  for (const auto& c : all)
+    if (c.memory == memory) known += (known.empty() ? "" : ", ") + c.name;
+  for (const auto& n : names) {
+    const bool found = std::any_of(all.begin(), all.end(), [&](const Ceiling& c) { return c.memory == memory && c.name == n; });
+    if (!found)
+      throw NodeError("param '" + param + "': no " + (memory ? "memory" : "compute") + " ceiling named '" + n +
+                      "'; the inputs have: " + (known.empty() ? std::string("none") : known));
+  }
+  std::erase_if(all, [&](const Ceiling& c) { return c.memory == memory && !names.count(c.name); });
+}
+
+// The roof that compulsory traffic meets: the best ceiling of the slowest memory level.
+const Ceiling* main_memory(const std::vector<Ceiling>& cs, bool measured) {
+  std::map<std::string, const Ceiling*> best_per_level;
+  for (const auto& c : cs) {
+    if (!c.memory || c.measured != measured) continue;
+    auto& best = best_per_level[c.level];
+    if (!best || c.value > best->value) best = &c;
+  }
+  const Ceiling* slowest = nullptr;
+  for (const auto& [_, c] : best_per_level)
+    if (!slowest || c->value < slowest->value) slowest = c;
+  return slowest;
+}
+
+struct ComputeChoice {
+  const Ceiling* ceiling = nullptr;
+  bool dtype_match = false;
+};
+
+ComputeChoice compute_for(const std::vector<Ceiling>& cs, const std::string& dtype, bool measured) {
+  ComputeChoice best, fallback;
+  for (const auto& c : cs) {
+    if (c.memory || c.measured != measured) continue;
+    if (c.dtype == dtype && (!best.ceiling || c.value > best.ceiling->value)) best = {&c, true};
+    if (!fallback.ceiling || c.value > fallback.ceiling->value) fallback = {&c, false};
+  }
+  return best.ceiling ? best : fallback;
+}
+
+// ---- points --------------------------------------------------------------------------------------------
+
+struct Point {
+  std::string id, provider, shape, dtype, source;   // source: "record" | "ncu"
+  double intensity = 0, achieved = 0;
+  // Against the roof used for the numbers (measured, or datasheet when nothing was measured).
+  double attainable = 0;
+  std::string binding, memory_ceiling, compute_ceiling, compute_choice;
+  std::optional<double> ds_attainable;   // against the datasheet roof, when there is one
+};
+
+struct Roof {
+  const Ceiling* memory = nullptr;
+  ComputeChoice compute;
+  double attainable(double intensity) const {
+    return std::min(compute.ceiling->value, intensity * memory->value / 1000.0);   // GB/s x FLOP/B -> TFLOP/s
+  }
+};
+
+// ---- context: device and date for the title ------------------------------------------------------------
+
+std::string device_name(const json& env) {
+  if (!env.is_object()) return {};
+  if (env.contains("devices") && env["devices"].is_array() && !env["devices"].empty() &&
+      env["devices"][0].is_object() && env["devices"][0].contains("name")) {
+    std::string n = env["devices"][0]["name"].get<std::string>();
+    if (env["devices"].size() > 1) n += " (x" + std::to_string(env["devices"].size()) + ")";
+    return n;
+  }
+  for (const char* key : {"device", "gpu", "device_name", "cpu_model"})
+    if (env.contains(key) && env[key].is_string()) return env[key];
+  if (env.contains("cpu") && env["cpu"].is_object() && env["cpu"].contains("cpu_model"))
+    return env["cpu"]["cpu_model"].get<std::string>();
+  return {};
+}
+
+// {"skipped": 12, "failed": 1} -> "12 skipped, 1 failed"
+std::string counts_text(const std::map<std::string, int>& counts) {
+  std::string s;
+  for (const auto& [what, n] : counts)
+    if (n > 0) s += (s.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+  return s;
+}
+
+std::string today_utc() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+// ---- drawing -------------------------------------------------------------------------------------------
+
+svg::Font font(double size, std::string anchor = "start", std::string color = "#222222", bool bold = false,
+               double rotate_deg = 0) {
+  svg::Font f;
+  f.size = size;
+  f.anchor = std::move(anchor);
+  f.color = std::move(color);
+  f.bold = bold;
+  f.rotate_deg = rotate_deg;
+  return f;
+}
+
+svg::Stroke stroke(std::string color, double width) {
+  svg::Stroke s;
+  s.color = std::move(color);
+  s.width = width;
+  return s;
+}
+
+// Colour-blind-friendly palette; well-known providers keep their colour from plot to plot.
+const std::vector<std::string> kPalette = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00",
+                                           "#56B4E9", "#8C564B", "#7F7F7F", "#BCBD22", "#17BECF"};
+const std::map<std::string, std::string> kProviderColour = {
+    {"cpu.openblas", "#0072B2"}, {"cpu.blocked", "#D55E00"}, {"cpu.naive", "#7F7F7F"},
+    {"cublaslt", "#009E73"},     {"cublaslt.sweep", "#CC79A7"}};
+
+std::map<std::string, std::string> assign_colours(const std::vector<std::string>& providers) {
+  std::map<std::string, std::string> out;
+  std::set<std::string> used;
+  for (const auto& p : providers)
+    if (auto it = kProviderColour.find(p); it != kProviderColour.end()) {
+      out[p] = it->second;
+      used.insert(it->second);
+    }
+  std::size_t next = 0;
+  for (const auto& p : providers) {
+    if (out.count(p)) continue;
+    while (next < kPalette.size() && used.count(kPalette[next])) ++next;
+    out[p] = next < kPalette.size() ? kPalette[next++] : kPalette[(out.size()) % kPalette.size()];
+    used.insert(out[p]);
+  }
+  return out;
+}
+
+struct Layout {
+  double width, height;
+  double left = 78, top = 70, bottom = 62, legend_width = 300;
+  double x0() const { return left; }
+  double x1() const { return width - legend_width - 16; }
+  double y0() const { return top; }
+  double y1() const { return height - bottom; }
+};
+
+std::string draw_svg(const std::string& title, const std::string& subtitle, const std::string& warning,
+                     const std::vector<Ceiling>& ceilings,
+                     const std::vector<Point>& points, const json& ridges, const std::vector<std::string>& providers,
+                     const std::vector<std::string>& dtypes, double width, double height) {
+  const std::map<std::string, std::string> colour = assign_colours(providers);
+  auto dtype_marker = [&](const std::string& d) {
+    const auto it = std::find(dtypes.begin(), dtypes.end(), d);
+    return svg::marker_for_index(std::size_t(it - dtypes.begin()));
+  };
+
+  // Data ranges: every point and every ridge must be visible, with some air around them.
+  double x_min = 1e300, x_max = 0, y_min = 1e300, y_max = 0;
+  for (const auto& p : points) {
+    x_min = std::min(x_min, p.intensity);
+    x_max = std::max(x_max, p.intensity);
+    y_min = std::min(y_min, p.achieved);
+    y_max = std::max(y_max, p.achieved);
+  }
+  for (const auto& r : ridges) {
+    x_min = std::min(x_min, r["intensity"].get<double>());
+    x_max = std::max(x_max, r["intensity"].get<double>());
+  }
+  double top_compute = 0;
+  for (const auto& c : ceilings)
+    if (!c.memory) top_compute = std::max(top_compute, c.value);
+  y_max = std::max(y_max, top_compute);
+  if (x_max <= 0) x_min = 0.1, x_max = 100;
+  auto [xlo, xhi] = svg::LogAxis::decade_range(x_min / 1.5, x_max * 2.5);
+  if (xhi / xlo < 100) xhi = xlo * 100;   // at least two decades, so the slope reads as a slope
+  // The lowest memory roof at the left edge sets how low the y axis must reach for the lines to show.
+  double lowest_mem = 1e300;
+  for (const auto& c : ceilings)
+    if (c.memory) lowest_mem = std::min(lowest_mem, c.value * xlo / 1000.0);
+  if (lowest_mem < 1e300) y_min = std::min(y_min, lowest_mem);
+  if (!(y_min > 0) || y_min > y_max) y_min = y_max / 1000;
+  auto [ylo, yhi] = svg::LogAxis::decade_range(y_min / 1.5, y_max * 2.5);
+  if (yhi / ylo > 1e7) ylo = yhi / 1e7;   // extremely low points would squash the interesting part
+
+  // Legend rows decide the height: the legend never overlaps the plot, the canvas grows instead.
+  std::size_t legend_rows = providers.size() + 2 + ceilings.size() + 2 + ridges.size() + 2;
+  if (dtypes.size() > 1) legend_rows += dtypes.size() + 2;
+  bool any_ncu = std::any_of(points.begin(), points.end(), [](const Point& p) { return p.source == "ncu"; });
+  if (any_ncu) legend_rows += 2;
+  Layout L{width, height};
+  const double legend_needed = L.top + 18.0 * double(legend_rows) + 20;
+  if (legend_needed > L.height) L.height = legend_needed;
+
+  svg::LogAxis X{xlo, xhi, L.x0(), L.x1()};
+  svg::LogAxis Y{ylo, yhi, L.y1(), L.y0()};
+  svg::Document doc(L.width, L.height);
+
+  doc.text(L.x0(), 28, title, font(18, "start", "#111111", true));
+  doc.text(L.x0(), 48, subtitle, font(12, "start", "#555555"));
+  if (!warning.empty()) doc.text(L.x0(), 63, warning, font(11, "start", "#b2182b"));
+
+  // Grid and axes.
+  const svg::Stroke grid = stroke("#e3e3e3", 1);
+  const svg::Stroke minor = stroke("#f2f2f2", 1);
+  const svg::Stroke axis = stroke("#333333", 1.2);
+  for (double d : X.decades()) {
+    for (int m = 2; m <= 9 && d * m < xhi * 1.0001; ++m) doc.line(X.to_px(d * m), L.y0(), X.to_px(d * m), L.y1(), minor);
+    doc.line(X.to_px(d), L.y0(), X.to_px(d), L.y1(), grid);
+  }
+  for (double d : Y.decades()) {
+    for (int m = 2; m <= 9 && d * m < yhi * 1.0001; ++m) doc.line(L.x0(), Y.to_px(d * m), L.x1(), Y.to_px(d * m), minor);
+    doc.line(L.x0(), Y.to_px(d), L.x1(), Y.to_px(d), grid);
+  }
+  doc.rect(L.x0(), L.y0(), L.x1() - L.x0(), L.y1() - L.y0(), "none", &axis);
+  for (double d : X.decades()) {
+    doc.line(X.to_px(d), L.y1(), X.to_px(d), L.y1() + 5, axis);
+    doc.text(X.to_px(d), L.y1() + 19, svg::decade_label(d), font(12, "middle"));
+  }
+  for (double d : Y.decades()) {
+    doc.line(L.x0() - 5, Y.to_px(d), L.x0(), Y.to_px(d), axis);
+    doc.text(L.x0() - 8, Y.to_px(d) + 4, svg::decade_label(d), font(12, "end"));
+  }
+  doc.text((L.x0() + L.x1()) / 2, L.y1() + 44, "Arithmetic intensity (FLOP/byte)",
+           font(13, "middle"));
+  doc.text(24, (L.y0() + L.y1()) / 2, "Performance (TFLOP/s)",
+           font(13, "middle", "#222222", false, -90));
+
+  // Roof lines, clipped to the plot area.
+  // Each memory roof gets its own colour (close roofs such as copy and triad must stay distinguishable);
+  // compute roofs are dark grey, their labels tell them apart. Datasheet roofs are dashed.
+  const std::vector<std::string> memory_palette = {"#1f3b73", "#6a3d9a", "#8c510a", "#01665e", "#b2182b", "#4d4d4d"};
+  const std::string compute_colour = "#333333";
+  std::map<std::string, std::string> memory_colour;
+  for (const auto& c : ceilings)
+    if (c.memory) {
+      const std::string key = c.name + (c.measured ? "" : " (datasheet)");
+      memory_colour[key] = memory_palette[memory_colour.size() % memory_palette.size()];
+    }
+  auto top_compute_of = [&](bool measured) {
+    double top = 0;
+    for (const auto& c : ceilings)
+      if (!c.memory && c.measured == measured) top = std::max(top, c.value);
+    return top > 0 ? top : top_compute;   // a source without compute ceilings runs to the other's top
+  };
+  auto fastest_memory_of = [&](bool measured) {
+    double best = 0;
+    for (const auto& c : ceilings)
+      if (c.memory && c.measured == measured) best = std::max(best, c.value);
+    if (best == 0)
+      for (const auto& c : ceilings)
+        if (c.memory) best = std::max(best, c.value);
+    return best;
+  };
+  auto line_stroke = [&](const Ceiling& c) {
+    svg::Stroke s;
+    s.color = !c.memory ? compute_colour : memory_colour.at(c.name + (c.measured ? "" : " (datasheet)"));
+    s.width = c.measured ? 1.8 : 1.3;
+    if (!c.measured) s.dash = "7 4";
+    return s;
+  };
+
+  doc.begin_group("ceilings");
+  doc.begin_clip(L.x0(), L.y0(), L.x1() - L.x0(), L.y1() - L.y0());
+  for (const auto& c : ceilings) {
+    if (c.memory) {   // slanted: from the left edge up to where it meets the top compute roof
+      const double ridge = top_compute_of(c.measured) > 0 ? top_compute_of(c.measured) * 1000.0 / c.value : xhi;
+      const double x_end = std::min(ridge, xhi);
+      doc.line(X.to_px(xlo), Y.to_px(c.value * xlo / 1000.0), X.to_px(x_end), Y.to_px(c.value * x_end / 1000.0),
+               line_stroke(c));
+    } else {   // flat: from where the fastest memory roof reaches it to the right edge
+      const double bw = fastest_memory_of(c.measured);
+      const double x_start = bw > 0 ? std::max(xlo, c.value * 1000.0 / bw) : xlo;
+      doc.line(X.to_px(x_start), Y.to_px(c.value), X.to_px(xhi), Y.to_px(c.value), line_stroke(c));
+    }
+  }
+  doc.end_clip();
+  doc.end_group();
+
+  // Ceiling labels, pushed apart so close ceilings (copy vs triad) stay readable.
+  const double label_size = 11;
+  {   // compute: just above each flat line, at its right end or just right of its ridge, whichever
+      // covers fewer points (compute-bound points crowd near the roof, usually at one end)
+    std::vector<const Ceiling*> cs;
+    std::vector<double> wanted;
+    for (const auto& c : ceilings)
+      if (!c.memory) {
+        cs.push_back(&c);
+        wanted.push_back(Y.to_px(c.value) - 5);
+      }
+    const auto ys = svg::spread_labels(wanted, label_size + 5, L.y0() + label_size + 2, L.y1() - 4);
+    auto points_under = [&](double left, double right, double baseline) {
+      int n = 0;
+      for (const auto& p : points) {
+        const double px = X.to_px(p.intensity), py = Y.to_px(p.achieved);
+        n += px > left - 5 && px < right + 5 && py > baseline - label_size - 5 && py < baseline + 6;
+      }
+      return n;
+    };
+    for (std::size_t i = 0; i < cs.size(); ++i) {
+      const double w = svg::text_width(cs[i]->label(), label_size);
+      const double bw = fastest_memory_of(cs[i]->measured);
+      const double line_start = X.to_px(bw > 0 ? std::max(xlo, cs[i]->value * 1000.0 / bw) : xlo);
+      // Right of the ridge, and right of every slanted line at the height of the text's top.
+      double slowest = 0;
+      for (const auto& c : ceilings)
+        if (c.memory && (slowest == 0 || c.value < slowest)) slowest = c.value;
+      const double text_top_value = Y.from_px(ys[i] - label_size - 2);
+      const double left_x =
+          std::max(line_start + 10, slowest > 0 ? X.to_px(text_top_value * 1000.0 / slowest) + 8 : line_start + 10);
+      const bool left_fits = left_x + w < L.x1() - 6;
+      const bool use_left = left_fits && points_under(left_x, left_x + w, ys[i]) <
+                                             points_under(L.x1() - 6 - w, L.x1() - 6, ys[i]);
+      svg::Font f = font(label_size, use_left ? "start" : "end", compute_colour);
+      f.background = "#ffffff";
+      doc.text(use_left ? left_x : L.x1() - 6, ys[i], cs[i]->label(), f);
+    }
+  }
+  {   // memory: parallel to the slanted lines, in the empty space above them
+    const double dx_per_decade = (L.x1() - L.x0()) / std::log10(xhi / xlo);
+    const double dy_per_decade = (L.y1() - L.y0()) / std::log10(yhi / ylo);
+    const double angle = -std::atan(dy_per_decade / dx_per_decade) * 180.0 / M_PI;
+    const double cos_a = std::cos(angle * M_PI / 180.0);
+    std::vector<const Ceiling*> cs;
+    double x_enter_all = L.x0() + 14, widest = 0;
+    for (const auto& c : ceilings)
+      if (c.memory) {
+        cs.push_back(&c);
+        // Where the line rises above the bottom edge (plus room for the text).
+        const double x_enter = X.to_px(ylo * 1.6 * 1000.0 / c.value);
+        x_enter_all = std::max(x_enter_all, x_enter + 4);
+        widest = std::max(widest, svg::text_width(c.label(), label_size));
+      }
+    std::stable_sort(cs.begin(), cs.end(), [](const Ceiling* a, const Ceiling* b) { return a->value > b->value; });
+    // Away from the crowded corner, but ending before the first ridge so no label runs into a flat roof.
+    double first_ridge_px = L.x1();
+    for (const auto& r : ridges) first_ridge_px = std::min(first_ridge_px, X.to_px(r["intensity"].get<double>()));
+    const double run = widest * cos_a;
+    double x_anchor = std::max(x_enter_all, L.x0() + 0.3 * (first_ridge_px - L.x0() - run));
+    x_anchor = std::max(x_enter_all, std::min(x_anchor, first_ridge_px - run - 10));
+    x_anchor = std::min(x_anchor, (L.x0() + L.x1()) / 2);
+    const double xv = std::pow(10.0, std::log10(xlo) + (x_anchor - L.x0()) / dx_per_decade);
+
+    // Lines closer together than a label's height form a group; a group's labels stack above its top line
+    // in the lines' own order, so no text sits on a line and the labels read top to bottom like the lines.
+    // Colours tie each label to its line.
+    const double gap = (label_size + 6) / std::max(cos_a, 0.2);
+    std::vector<double> line_y(cs.size()), wanted(cs.size());
+    for (std::size_t i = 0; i < cs.size(); ++i) line_y[i] = Y.to_px(cs[i]->value * xv / 1000.0);
+    for (std::size_t first = 0; first < cs.size();) {
+      std::size_t last = first;   // the group: first..last
+      while (last + 1 < cs.size() && line_y[last + 1] - line_y[last] < gap) ++last;
+      for (std::size_t i = first; i <= last; ++i) wanted[i] = line_y[first] - 6 - gap * double(last - i);
+      first = last + 1;
+    }
+    // A lower group's stack may reach past the next line up: keep every label above the ones below it.
+    for (std::size_t i = cs.size(); i-- > 1;) wanted[i - 1] = std::min(wanted[i - 1], wanted[i] - gap);
+    const auto ys = svg::spread_labels(wanted, gap, L.y0() + 20, L.y1() - 4);
+    for (std::size_t i = 0; i < cs.size(); ++i) {
+      svg::Font f = font(label_size, "start", line_stroke(*cs[i]).color, false, angle);
+      f.background = "#ffffff";
+      doc.text(x_anchor, ys[i], cs[i]->label(), f);
+    }
+  }
+
+  // Ridge points: where a compute roof meets a memory roof.
+  doc.begin_group("ridges");
+  for (const auto& r : ridges)
+    doc.marker(svg::Marker::circle, X.to_px(r["intensity"].get<double>()), Y.to_px(r["tflops"].get<double>()), 7,
+               "#ffffff", "#333333",
+               "ridge " + r["compute"].get<std::string>() + " / " + r["memory"].get<std::string>() + ": " +
+                   format_number(r["intensity"].get<double>()) + " FLOP/byte");
+  doc.end_group();
+
+  // One marker per point, coloured by provider, shaped by dtype; ncu points are hollow.
+  doc.begin_group("points");
+  doc.begin_clip(L.x0(), L.y0(), L.x1() - L.x0(), L.y1() - L.y0());
+  for (const auto& p : points) {
+    const std::string col = colour.count(p.provider) ? colour.at(p.provider) : "#444444";
+    const bool hollow = p.source == "ncu";
+    doc.marker(dtype_marker(p.dtype), X.to_px(p.intensity), Y.to_px(p.achieved), 9, hollow ? "#ffffff" : col,
+               hollow ? col : "#ffffff",
+               p.id + ": " + format_number(p.achieved) + " TFLOP/s at " + format_number(p.intensity) +
+                   " FLOP/byte (" + format_number(p.attainable > 0 ? 100 * p.achieved / p.attainable : 0) +
+                   "% of roof, " + p.binding + "-bound)");
+  }
+  doc.end_clip();
+  doc.end_group();
+
+  // Legend, in its own column right of the plot.
+  doc.begin_group("legend");
+  const double lx = L.x1() + 22;
+  double ly = L.y0() + 4;
+  auto heading = [&](const std::string& s) {
+    doc.text(lx, ly, s, font(12, "start", "#111111", true));
+    ly += 18;
+  };
+  heading("Providers");
+  for (const auto& p : providers) {
+    doc.marker(svg::Marker::circle, lx + 6, ly - 4, 9, colour.at(p));
+    doc.text(lx + 18, ly, p, font(11));
+    ly += 18;
+  }
+  if (dtypes.size() > 1) {
+    ly += 8;
+    heading("dtypes");
+    for (const auto& d : dtypes) {
+      doc.marker(dtype_marker(d), lx + 6, ly - 4, 9, "#888888");
+      doc.text(lx + 18, ly, d, font(11));
+      ly += 18;
+    }
+  }
+  if (any_ncu) {
+    doc.marker(svg::Marker::circle, lx + 6, ly - 4, 9, "#ffffff", "#444444");
+    doc.text(lx + 18, ly, "hollow: measured DRAM bytes (ncu)", font(11));
+    ly += 18;
+  }
+  ly += 8;
+  heading("Ceilings");
+  for (const auto& c : ceilings) {
+    doc.line(lx, ly - 4, lx + 14, ly - 4, line_stroke(c));
+    doc.text(lx + 18, ly, c.label(), font(11));
+    ly += 18;
+  }
+  if (!ridges.empty()) {
+    ly += 8;
+    heading("Ridge points (FLOP/byte)");
+    for (const auto& r : ridges) {
+      doc.marker(svg::Marker::circle, lx + 6, ly - 4, 7, "#ffffff", "#333333");
+      doc.text(lx + 18, ly,
+               r["compute"].get<std::string>() + " / " + r["memory"].get<std::string>() + ": " +
+                   format_number(r["intensity"].get<double>()),
+               font(11));
+      ly += 18;
+    }
+  }
+  doc.end_group();
+  return doc.str();
+}
+
+// ---- CSV -----------------------------------------------------------------------------------------------
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string csv_number(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::string to_csv(const std::vector<Point>& points) {
+  std::string s =
+      "record,source,provider,shape,dtype,intensity_flop_per_byte,achieved_tflops,attainable_tflops,pct_of_roof,"
+      "binding,memory_ceiling,compute_ceiling,compute_ceiling_choice,datasheet_attainable_tflops,"
+      "pct_of_datasheet_roof\n";
+  for (const auto& p : points) {
+    s += csv_field(p.id) + "," + p.source + "," + csv_field(p.provider) + "," + csv_field(p.shape) + "," +
+         csv_field(p.dtype) + "," + csv_number(p.intensity) + "," + csv_number(p.achieved) + "," +
+         csv_number(p.attainable) + "," + csv_number(100.0 * p.achieved / p.attainable) + "," + p.binding + "," +
+         csv_field(p.memory_ceiling) + "," + csv_field(p.compute_ceiling) + "," + csv_field(p.compute_choice) + ",";
+    if (p.ds_attainable)
+      s += csv_number(*p.ds_attainable) + "," + csv_number(100.0 * p.achieved / *p.ds_attainable);
+    else
+      s += ",";
+    s += "\n";
+  }
+  return s;
+}
+
+std::string read_text(const std::filesystem::path& p, const std::string& param) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw NodeError("param '" + param + "': cannot read " + p.string());
+  std::stringstream b;
+  b << in.rdbuf();
+  return b.str();
+}
+
+// ---- the node type -------------------------------------------------------------------------------------
+
+class RooflineNode : public NodeType {
+ public:
+  std::string name() const override { return "roofline"; }
+  std::string doc() const override {
+    return "Roofline of the measured machine: from peak ceilings and sweep records (and optionally an Nsight "
+           "Compute CSV with a kernel-FLOPs CSV for measured-bytes points) computes each record's attainable "
+           "TFLOP/s = min(compute peak, intensity x bandwidth), % of roof and binding resource, and draws "
+           "roofline.svg (log-log, measured solid / datasheet dashed ceilings, ridge points, legend) plus "
+           "roofline.csv.";
+  }
+  std::vector<ParamSpec> params() const override {
+    return {
+        {"title", ParamKind::string, json(), false, "plot title (default: 'Roofline: <device>')"},
+        {"ncu_csv", ParamKind::path, json(), false,
+         "Nsight Compute CSV export with dram__bytes.sum and gpu__time_duration.sum per kernel launch"},
+        {"ncu_flops_csv", ParamKind::path, json(), false,
+         "CSV kernel,flops[,provider,shape,dtype]: FLOPs per launch of the kernels in ncu_csv"},
+        {"memory_ceilings", ParamKind::list, json::array(), false, "memory ceiling names to use (default: all)"},
+        {"compute_ceilings", ParamKind::list, json::array(), false, "compute ceiling names to use (default: all)"},
+        {"width", ParamKind::integer, 1100, false, "SVG width in pixels"},
+        {"height", ParamKind::integer, 680, false, "SVG height in pixels (grows to fit the legend)"},
+    };
+  }
+  std::string check_params(const json& params) const override {
+    for (const char* list : {"memory_ceilings", "compute_ceilings"})
+      if (params.contains(list) && params[list].is_array())
+        for (const auto& v : params[list])
+          if (!v.is_string()) return std::string("field '") + list + "': expected a list of ceiling names";
+    for (const char* dim : {"width", "height"})
+      if (params.contains(dim) && params[dim].is_number_integer() &&
+          (params[dim].get<int>() < 300 || params[dim].get<int>() > 8000))
+        return std::string("field '") + dim + "': expected 300..8000 pixels";
+    const bool has_ncu = params.contains("ncu_csv") && !params["ncu_csv"].is_null();
+    const bool has_flops = params.contains("ncu_flops_csv") && !params["ncu_flops_csv"].is_null();
+    if (has_ncu != has_flops)
+      return "fields 'ncu_csv' and 'ncu_flops_csv' go together: the export has bytes, the FLOPs come from the other";
+    return {};
+  }
+
+  NodeOutput run(NodeContext& ctx) const override {
+    if (std::string err = check_params(ctx.params); !err.empty()) throw NodeError(err);
+    std::vector<std::string> warnings;
+
+    std::vector<Ceiling> ceilings = read_ceilings(collect_ceilings(ctx), warnings);
+    filter_ceilings(ceilings, ctx.params.value("memory_ceilings", json::array()), true, "memory_ceilings");
+    filter_ceilings(ceilings, ctx.params.value("compute_ceilings", json::array()), false, "compute_ceilings");
+    // Measured first, then by value: the legend and the CSV read from the top roof down.
+    std::stable_sort(ceilings.begin(), ceilings.end(), [](const Ceiling& a, const Ceiling& b) {
+      if (a.memory != b.memory) return !a.memory;
+      if (a.measured != b.measured) return a.measured;
+      return a.value > b.value;
+    });
+
+    // The roof the numbers use: measured when there is a measurement, else the datasheet (and say so).
+    const Ceiling* mem = main_memory(ceilings, true);
+    bool mem_measured = true;
+    if (!mem && (mem = main_memory(ceilings, false))) {
+      mem_measured = false;
+      warnings.push_back("no measured memory ceiling: attainable uses the datasheet " + mem->name);
+    }
+    const bool any_compute = std::any_of(ceilings.begin(), ceilings.end(), [](const Ceiling& c) { return !c.memory; });
+    if (!mem || !any_compute)
+      throw NodeError("roofline needs at least one memory and one compute ceiling: connect a `peak` node as an input "
+                      "(found " + std::to_string(ceilings.size()) + " usable ceilings)");
+    const Ceiling* ds_mem = main_memory(ceilings, false);
+    const bool has_measured_compute =
+        std::any_of(ceilings.begin(), ceilings.end(), [](const Ceiling& c) { return !c.memory && c.measured; });
+
+    auto roof_for = [&](const std::string& dtype, bool measured) -> std::optional<Roof> {
+      const Ceiling* m = measured ? mem : ds_mem;
+      if (!measured && !m) return std::nullopt;
+      ComputeChoice c = compute_for(ceilings, dtype, measured && has_measured_compute);
+      if (!c.ceiling) return std::nullopt;
+      return Roof{m, c};
+    };
+
+    // Points from records.
+    std::vector<Point> points;
+    std::vector<std::string> providers, dtypes;
+    std::map<std::string, int> id_count;
+    json env = json::object();
+    int not_plotted = 0;
+    std::map<std::string, int> not_plotted_by_status;   // "skipped": 12, "failed": 1 ...
+    for (const json& rec : collect_records(ctx)) {
+      if (!records::is_ok(rec)) {
+        ++not_plotted;
+        ++not_plotted_by_status[records::status_of(rec).empty() ? "no status" : records::status_of(rec)];
+        continue;
+      }
+      if (env.empty() && rec.contains("env") && rec["env"].is_object()) env = rec["env"];
+      Point p;
+      p.source = "record";
+      p.provider = records::provider_of(rec);
+      p.shape = records::shape_name_of(rec);
+      p.dtype = records::dtype_of(rec);
+      auto achieved = records::number_at(rec, "tflops");
+      auto intensity = records::number_at(rec, "intensity");
+      if (!intensity && rec.contains("shape") && rec["shape"].is_object()) {
+        try {   // files from other tools may leave intensity out: it follows from the shape
+          const double i = kernels::intensity(kernels::GemmShape::from_json(rec["shape"]), p.dtype);
+          if (i > 0) intensity = i;
+        } catch (const std::exception&) {
+        }
+      }
+      if (!achieved || !intensity || !(*achieved > 0) || !(*intensity > 0)) {
+        warnings.push_back(records::identity_text(rec) + ": ok record without tflops/intensity, not plotted");
+        ++not_plotted;
+        ++not_plotted_by_status["ok without numbers"];
+        continue;
+      }
+      p.achieved = *achieved;
+      p.intensity = *intensity;
+      p.id = p.provider + "/" + p.shape + "/" + p.dtype;
+      if (int n = ++id_count[p.id]; n > 1) p.id += "#" + std::to_string(n);
+      points.push_back(std::move(p));
+    }
+
+    // Points from measured traffic (Nsight Compute).
+    json ncu_unmatched = json::array();
+    if (ctx.params.contains("ncu_csv") && ctx.params["ncu_csv"].is_string()) {
+      const std::string ncu_param = ctx.params["ncu_csv"], flops_param = ctx.params["ncu_flops_csv"];
+      std::vector<ncu::KernelTraffic> traffic;
+      std::vector<ncu::KernelFlops> flops;
+      try {
+        traffic = ncu::read_traffic(read_text(ctx.resolve(ncu_param), "ncu_csv"), ncu_param);
+        flops = ncu::read_flops(read_text(ctx.resolve(flops_param), "ncu_flops_csv"), flops_param);
+      } catch (const NodeError&) {
+        throw;
+      } catch (const std::exception& e) {
+        throw NodeError(e.what());
+      }
+      for (const auto& k : traffic) {
+        const ncu::KernelFlops* meta = nullptr;
+        for (const auto& f : flops)
+          if (f.kernel == k.kernel) meta = &f;
+        if (!meta)
+          for (const auto& f : flops)
+            if (f.kernel.find_first_of("*?[") != std::string::npos && records::glob_match(f.kernel, k.kernel)) {
+              meta = &f;
+              break;
+            }
+        if (!meta || !k.seconds || !(*k.seconds > 0) || !(k.dram_bytes > 0)) {
+          ncu_unmatched.push_back({{"kernel", k.kernel},
+                                   {"reason", !meta ? "no FLOPs row in ncu_flops_csv"
+                                                    : "no duration (gpu__time_duration.sum) or no DRAM bytes"}});
+          continue;
+        }
+        Point p;
+        p.source = "ncu";
+        p.provider = meta->provider.empty() ? "ncu" : meta->provider;
+        p.shape = meta->shape.empty() ? k.kernel : meta->shape;
+        p.dtype = meta->dtype;
+        const double total_flops = meta->flops * k.launches;
+        p.intensity = total_flops / k.dram_bytes;
+        p.achieved = total_flops / *k.seconds / 1e12;
+        p.id = "ncu:" + p.provider + "/" + p.shape + (p.dtype.empty() ? "" : "/" + p.dtype);
+        if (int n = ++id_count[p.id]; n > 1) p.id += "#" + std::to_string(n);
+        points.push_back(std::move(p));
+      }
+      if (!ncu_unmatched.empty())
+        warnings.push_back(std::to_string(ncu_unmatched.size()) + " kernel(s) of " + ncu_param +
+                           " not plotted (see ncu_unmatched)");
+    }
+
+    for (auto& p : points) {
+      if (std::find(providers.begin(), providers.end(), p.provider) == providers.end()) providers.push_back(p.provider);
+      if (std::find(dtypes.begin(), dtypes.end(), p.dtype) == dtypes.end()) dtypes.push_back(p.dtype);
+      const std::optional<Roof> roof = roof_for(p.dtype, true);
+      p.attainable = roof->attainable(p.intensity);
+      const double memory_term = p.intensity * roof->memory->value / 1000.0;
+      p.binding = memory_term < roof->compute.ceiling->value ? "memory" : "compute";
+      p.memory_ceiling = roof->memory->name;
+      p.compute_ceiling = roof->compute.ceiling->name;
+      p.compute_choice = roof->compute.dtype_match
+                             ? "dtype match"
+                             : "fallback: no " + std::string(roof->compute.ceiling->measured ? "measured " : "") +
+                                   "ceiling for " + (p.dtype.empty() ? "this dtype" : p.dtype) + ", highest used";
+      if (ds_mem && mem_measured)
+        if (const auto ds = roof_for(p.dtype, false); ds && !ds->compute.ceiling->measured)
+          p.ds_attainable = ds->attainable(p.intensity);
+    }
+
+    // A point above its roof means a ceiling was under-measured (e.g. the machine was busy while `peak`
+    // ran, or a kernel beats the probe): the plot is still drawn, but nobody should read it uncritically.
+    int above_roof = 0;
+    double worst_pct = 0;
+    for (const auto& p : points)
+      if (p.achieved > p.attainable * 1.02) {
+        ++above_roof;
+        worst_pct = std::max(worst_pct, 100.0 * p.achieved / p.attainable);
+      }
+    if (above_roof > 0)
+      warnings.push_back(std::to_string(above_roof) + " point(s) above their roof (up to " + format_number(worst_pct) +
+                         "% of it): the ceilings look under-measured; re-run `peak` on a quiet machine");
+
+    // Ridge points: every compute roof against the best roof of each memory level, of the same source
+    // (measured with measured, datasheet with datasheet). Lesser roofs of a level add clutter, not insight.
+    json ridges = json::array();
+    for (const auto& c : ceilings) {
+      if (c.memory) continue;
+      std::map<std::string, const Ceiling*> best_per_level;
+      for (const auto& m : ceilings)
+        if (m.memory && m.measured == c.measured) {
+          auto& best = best_per_level[m.level];
+          if (!best || m.value > best->value) best = &m;
+        }
+      for (const auto& [level, m] : best_per_level)
+        ridges.push_back({{"compute", c.name}, {"memory", m->name}, {"level", level},
+                          {"intensity", c.value * 1000.0 / m->value}, {"tflops", c.value},
+                          {"source", c.measured ? "measured" : "datasheet"}});
+    }
+
+    // Title: device and date from the inputs (records' env, else the peak artifacts' env).
+    if (env.empty())
+      for (const auto& in : ctx.inputs)
+        if (in.artifact && in.artifact->data.is_object() && in.artifact->data.contains("env") &&
+            in.artifact->data["env"].is_object()) {
+          env = in.artifact->data["env"];
+          break;
+        }
+    std::string device = device_name(env);
+    if (device.empty()) device = "unknown device";
+    const std::string date = env.contains("date") && env["date"].is_string() ? env["date"].get<std::string>() : today_utc();
+    std::set<std::string> levels;
+    for (const auto& c : ceilings)
+      if (c.memory && c.measured) levels.insert(c.level);
+    const bool dual = levels.size() >= 2;
+    std::string title = ctx.params.value("title", json()).is_string() ? ctx.params["title"].get<std::string>()
+                                                                      : std::string();
+    if (title.empty()) title = std::string(dual ? "Dual roofline: " : "Roofline: ") + device;
+    const std::string subtitle = device + "  ·  " + date + "  ·  " + std::to_string(points.size()) + " points" +
+                                 (not_plotted ? " (not plotted: " + counts_text(not_plotted_by_status) + ")"
+                                              : std::string());
+
+    const int width = ctx.params.value("width", 1100), height = ctx.params.value("height", 680);
+    write_output_file(ctx, "roofline.svg",
+                      draw_svg(title, subtitle,
+                               above_roof ? "warning: " + std::to_string(above_roof) +
+                                                " point(s) above their roof: the ceilings look under-measured"
+                                          : std::string(),
+                               ceilings, points, ridges, providers, dtypes, width, height));
+    write_output_file(ctx, "roofline.csv", to_csv(points));
+
+    NodeOutput out;
+    json jpoints = json::array();
+    for (const auto& p : points) {
+      json j = {{"record", p.id},
+                {"source", p.source},
+                {"provider", p.provider},
+                {"shape", p.shape},
+                {"dtype", p.dtype},
+                {"intensity", p.intensity},
+                {"achieved_tflops", p.achieved},
+                {"attainable_tflops", p.attainable},
+                {"pct_of_roof", 100.0 * p.achieved / p.attainable},
+                {"binding", p.binding},
+                {"memory_ceiling", p.memory_ceiling},
+                {"compute_ceiling", p.compute_ceiling},
+                {"compute_ceiling_choice", p.compute_choice}};
+      if (p.ds_attainable) {
+        j["datasheet_attainable_tflops"] = *p.ds_attainable;
+        j["pct_of_datasheet_roof"] = 100.0 * p.achieved / *p.ds_attainable;
+      }
+      jpoints.push_back(std::move(j));
+    }
+    json jceilings = json::array();
+    for (const auto& c : ceilings) jceilings.push_back(c.to_json());
+    out.data = {{"points", jpoints},  {"ceilings", jceilings}, {"ridge_points", ridges}, {"device", device},
+                {"date", date},       {"dual_roofline", dual}, {"memory_levels", levels},
+                {"roof", {{"memory", mem->name}, {"memory_source", mem_measured ? "measured" : "datasheet"}}},
+                {"records_not_plotted", not_plotted}, {"points_above_roof", above_roof}, {"warnings", warnings}};
+    if (!ncu_unmatched.empty()) out.data["ncu_unmatched"] = ncu_unmatched;
+
+    int memory_bound = 0;
+    for (const auto& p : points) memory_bound += p.binding == "memory";
+    ctx.info(std::to_string(points.size()) + " points (" + std::to_string(memory_bound) + " memory-bound), " +
+             std::to_string(ceilings.size()) + " ceilings, roof " + mem->name + " " + format_number(mem->value) +
+             " GB/s" + (dual ? ", dual roofline" : ""));
+    for (const auto& w : warnings) ctx.info("warning: " + w);
+    return out;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<NodeType> make_roofline_node() { return std::make_unique<RooflineNode>(); }
+
+}  // namespace aispflow
