@@ -1,0 +1,120 @@
+#pragma once
+// One verified GEMM problem on the GPU and its cuBLASLt plan.
+//
+// Layouts. aispflow's records say C[M x N] = A[M x K] * B[K x N], all row-major. cuBLASLt is column-major,
+// and a row-major matrix is the column-major view of its transpose, so we ask cuBLASLt for
+// C^T (N x M) = B^T (N x K) * A^T (K x M): cuBLASLt's "A" operand is our B and its "B" operand is our A,
+// with m' = N, n' = M, k' = K, and no data is moved.
+// fp8 (e4m3) kernels only exist in the "TN" form (cuBLASLt's A transposed, its B not). We therefore store
+// our B transposed, as row-major N x K ("B^T"), which cuBLASLt reads as its A with op T. The numbers in
+// the record are unaffected: the same logical product, the same FLOPs and bytes; the reference kernel is
+// told about the storage (RefGemm::b_transposed).
+// Per-tensor fp8 scales are device scalars (A_SCALE_POINTER / B_SCALE_POINTER); output is bf16.
+#include <cublasLt.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/common/gemm.hpp"
+#include "kernels/cuda/context.hpp"
+#include "kernels/cuda/gemm_data.hpp"
+
+namespace aispflow::kernels::cuda {
+
+// How one aispflow dtype maps onto cuBLASLt.
+struct LtDtype {
+  std::string name;              // "bf16"
+  Elem ab;                       // operand storage
+  Elem c;                        // output storage
+  cublasComputeType_t compute;
+  bool b_transposed;             // store B as N x K (fp8's TN requirement)
+  int min_compute_capability;    // fp8 tensor cores: sm_89+
+};
+// nullopt for a dtype the cuBLASLt providers do not offer.
+std::optional<LtDtype> lt_dtype(const std::string& dtype);
+std::vector<std::string> lt_dtype_names();
+
+// Random operands, the output buffer and the fp32 reference of one (shape, dtype), on ctx's GPU.
+//
+// Copies: short GEMMs are timed as CUDA graphs of many back-to-back launches, and the L2 flush only
+// happens between graphs. So that every launch still reads its operands from HBM (a roofline point must
+// not ride on a warm L2), the problem can hold several identical copies of A, B and C, enough that
+// together they exceed twice the L2; the launches of a graph rotate over them.
+class GemmProblem {
+ public:
+  GemmProblem(const GemmShape& shape, const LtDtype& dtype, std::uint64_t seed, cudaStream_t stream, int copies = 1);
+  const GemmShape& shape() const { return shape_; }
+  const LtDtype& dtype() const { return dtype_; }
+  std::uint64_t seed() const { return seed_; }
+  float scale_a() const { return scale_a_; }
+  float scale_b() const { return scale_b_; }
+  std::int64_t c_count() const { return shape_.m * shape_.n * shape_.batch; }
+  int copies() const { return copies_; }
+  double operand_bytes_per_copy() const { return double(a_stride_ + b_stride_ + c_stride_); }
+
+  // Device bytes one copy needs (operands, output, reference and its error floor), for the memory check.
+  static double device_bytes(const GemmShape& shape, const LtDtype& dtype);
+  // Copies needed so that their operands together exceed twice `l2_bytes` (1 when one copy already does),
+  // at most max_copies.
+  static int copies_for_cold_l2(const GemmShape& shape, const LtDtype& dtype, double l2_bytes, int max_copies);
+
+  void poison_output(cudaStream_t stream, int copy = 0) { poison(c(copy), std::size_t(c_stride_), stream); }
+  Comparison check_output(cudaStream_t stream, int copy = 0) const {
+    return compare_to_reference(c(copy), dtype_.c, ref_.as<float>(), floor_.as<float>(), c_count(), stream);
+  }
+  // The tolerance verification applies (see cublaslt_gemm.cpp).
+  double tolerance() const;
+
+  void* a(int copy = 0) const { return a_.as<char>() + std::size_t(copy) * a_stride_; }
+  void* b(int copy = 0) const { return b_.as<char>() + std::size_t(copy) * b_stride_; }
+  void* c(int copy = 0) const { return c_.as<char>() + std::size_t(copy) * c_stride_; }
+  const float* reference() const { return ref_.as<float>(); }
+  // Each scale in its own 256-byte slot: cuBLASLt checks the alignment of every pointer it is given.
+  const float* device_scale_a() const { return scales_.as<float>(); }
+  const float* device_scale_b() const { return scales_.as<float>() + kScaleSlotFloats; }
+
+ private:
+  static constexpr int kScaleSlotFloats = 64;
+  GemmShape shape_;
+  LtDtype dtype_;
+  std::uint64_t seed_;
+  int copies_ = 1;
+  std::size_t a_stride_ = 0, b_stride_ = 0, c_stride_ = 0;   // bytes per copy, rounded up to 256
+  float scale_a_ = 1, scale_b_ = 1;
+  DeviceBuffer a_, b_, c_, ref_, floor_, scales_;
+};
+
+// The cuBLASLt descriptors for one problem; asks the heuristic for candidates and runs them.
+class LtPlan {
+ public:
+  LtPlan(GpuContext& ctx, const GemmProblem& problem);
+  ~LtPlan();
+  LtPlan(const LtPlan&) = delete;
+  LtPlan& operator=(const LtPlan&) = delete;
+
+  // Up to max_count algorithms, best first as the heuristic ranks them (may be empty).
+  std::vector<cublasLtMatmulHeuristicResult_t> candidates(int max_count) const;
+  // Enqueues the GEMM on operand copy `copy` on `stream`. Capturable into a CUDA graph. Throws CudaError
+  // on a cuBLASLt error.
+  void run(const cublasLtMatmulAlgo_t& algo, cudaStream_t stream, int copy = 0) const;
+
+ private:
+  GpuContext& ctx_;
+  const GemmProblem& problem_;
+  cublasLtMatmulDesc_t desc_ = nullptr;
+  cublasLtMatrixLayout_t lt_a_ = nullptr, lt_b_ = nullptr, lt_c_ = nullptr;
+  cublasLtMatmulPreference_t preference_ = nullptr;
+};
+
+// The identity of a cuBLASLt algorithm: {"algo_id", "tile", "stages", "split_k", "reduction", "swizzle",
+// "custom_option", "inner_shape", "cluster", "workspace_bytes", "waves"}.
+nlohmann::json lt_algo_identity(const cublasLtMatmulHeuristicResult_t& result);
+// One line for a record's "kernel" field: "cublasLt algo 66 tile 128x256 stages 64x4 split-k 1 ...".
+std::string lt_kernel_name(const nlohmann::json& identity);
+// "cuBLASLt 13.0.0 (130000)".
+std::string cublaslt_version_string();
+
+}  // namespace aispflow::kernels::cuda

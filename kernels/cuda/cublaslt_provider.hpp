@@ -1,0 +1,42 @@
+#pragma once
+// The cuBLASLt GEMM providers:
+//   cublaslt        the heuristic's top algorithm: verified, then timed;
+//   cublaslt.sweep  up to 32 heuristic candidates, each verified then screened with a short timing; the
+//                   three fastest (and always the heuristic's top one) are re-timed with the full policy
+//                   and the fastest of those wins. The winner's record carries its identity in `kernel`
+//                   and every candidate (identity, verification, times) in extra["candidates"].
+// A candidate that fails verification is "failed" and never timed.
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "kernels/common/backend.hpp"
+#include "kernels/cuda/context.hpp"
+
+namespace aispflow::kernels::cuda {
+
+class CublasLtProvider : public GemmProvider {
+ public:
+  static constexpr int kSweepCandidates = 32;
+  static constexpr int kSweepFinalists = 3;
+
+  // `context` returns the GPU context to run on (created on first use by the backend).
+  CublasLtProvider(std::function<GpuContext&()> context, bool sweep);
+  std::string name() const override { return sweep_ ? "cublaslt.sweep" : "cublaslt"; }
+  Requirements requirements() const override;
+  std::optional<std::string> unsupported(const GemmShape& shape, const std::string& dtype) const override;
+  std::vector<GemmRecord> run(const GemmShape& shape, const std::string& dtype, const TimingPolicy& timing) override;
+
+ private:
+  std::function<GpuContext&()> context_;
+  bool sweep_;
+};
+
+// A compute ceiling measured with the `cublaslt` provider on an n^3 GEMM of `dtype` (verified first):
+// {"name": "tensor.bf16", "kind": "compute", "unit": "TFLOP/s", ...}. nullopt with *why set when the
+// GEMM was skipped or failed.
+std::optional<Ceiling> measure_gemm_ceiling(const std::function<GpuContext&()>& context, const std::string& dtype,
+                                            std::int64_t n, const TimingPolicy& timing, std::string* why);
+
+}  // namespace aispflow::kernels::cuda

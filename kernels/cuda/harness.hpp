@@ -1,0 +1,110 @@
+#pragma once
+// The one GPU measurement harness. Every CUDA provider and probe times its work through Harness::time, so
+// the methodology lives in one place:
+//   - warm-up launches first (module load, cuBLASLt kernel selection, clocks ramping up stay out);
+//   - each sample is bracketed by CUDA events on the harness's stream, behind a gate kernel that holds
+//     the stream until the whole sample is enqueued (blocking.hpp), so host submission time never counts;
+//   - after each sample the GPU rests for twice the sample's time (at most kMaxRestMs). An H100 under
+//     continuous tensor-core load hits its power limit within tens of ms and drops from its 1980 MHz boost
+//     to ~1450-1550 MHz, and how far depends on its temperature, i.e. on whatever ran before. With a duty
+//     cycle of one third every sample runs at the clock the chip holds when it is not power-capped, so the
+//     same kernel gives the same time whatever ran before it (nvbench does the same thing with its
+//     throttle detection and recovery delay). The records therefore state capability at boost clocks,
+//     not sustained power-capped throughput; docs/cuda.md gives both for an H100;
+//   - work shorter than ~50 us is captured into a CUDA graph of many launches and the graph is timed
+//     (per-launch time = graph time / launches), so launch gaps and event resolution do not dominate;
+//   - samples are taken by kernels::measure until the relative spread settles (min samples, time budget,
+//     max samples from the TimingPolicy);
+//   - L2 is flushed before every sample by writing a buffer of at least twice its size, unless the policy
+//     says warm cache (flush_cache=false). Within one graph sample the launches share a warm L2: the
+//     record says so (timing.l2 = "flushed before each batch of N launches");
+//   - SM and memory clocks plus the clocks-event (throttle) reasons are read through NVML after warm-up
+//     and after sampling; a drop of more than 5 %, a slowdown reason or an unsettled spread becomes a
+//     warning in the record.
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/common/timing.hpp"
+#include "kernels/cuda/blocking.hpp"
+#include "kernels/cuda/device_buffer.hpp"
+#include "kernels/cuda/nvml.hpp"
+
+namespace aispflow::kernels::cuda {
+
+struct Measurement {
+  TimingStats stats;                     // per launch, in ms
+  int launches_per_sample = 1;
+  bool graph = false;                    // timed as replays of a CUDA graph
+  bool l2_flushed = false;
+  int interleaved_with = 0;              // other pieces of work sampled in the same rounds
+  int operand_copies = 1;                // set by the caller when its launches rotate over operand copies
+  std::optional<ClockReading> clocks_before, clocks_after;
+  std::vector<std::string> warnings;
+  // {"method": "...", "launches_per_sample": N, "l2": "...", "clocks": {"before": {...}, "after": {...}}}
+  nlohmann::json timing_json() const;
+};
+
+class Harness {
+ public:
+  // Work shorter than this per launch is timed as a CUDA graph of many launches.
+  static constexpr double kGraphThresholdMs = 0.05;
+  // A graph sample aims at this much work, so that event resolution (~1 us) is far below it.
+  static constexpr double kGraphSampleTargetMs = 2.0;
+  static constexpr int kMaxGraphLaunches = 2000;
+  // Rest after each sample, as a multiple of the sample's time, so the power limiter never engages.
+  static constexpr double kRestFactor = 2.0;
+  static constexpr double kMaxRestMs = 50;
+
+  explicit Harness(int device);
+  ~Harness();
+  Harness(const Harness&) = delete;
+  Harness& operator=(const Harness&) = delete;
+
+  int device() const { return device_; }
+  cudaStream_t stream() const { return stream_; }
+  std::size_t l2_flush_bytes() const { return flush_.bytes(); }
+
+  // Times `launch`, which enqueues the work once on the given stream. It must be capturable into a CUDA
+  // graph: no synchronisation, no allocation, no host reads inside. Throws CudaError if the work fails.
+  // Measurements on one harness are serialised (two timings must never overlap on one GPU).
+  Measurement time(const TimingPolicy& policy, const std::function<void(cudaStream_t)>& launch);
+
+  // Times several pieces of work in rounds (one sample of each per round, L2 flushed before each) until all
+  // settle or the budget ends, so they are compared under the same clocks and power state. Used to pick
+  // the winner among sweep finalists.
+  std::vector<Measurement> time_interleaved(const TimingPolicy& policy,
+                                            const std::vector<std::function<void(cudaStream_t)>>& launches);
+
+  // Times one launch with events (no flush, no statistics): used to size work and for warm-up checks.
+  double time_once_ms(const std::function<void(cudaStream_t)>& launch);
+
+  // Evicts L2 by writing the flush buffer (a different byte each time, so nothing can be elided).
+  void flush_l2();
+
+ private:
+  struct Prepared;
+  void prepare(const TimingPolicy& policy, Prepared& p);   // warm-up, estimate, graph capture if short
+  double sample_ms(Prepared& p);                            // one sample, per launch
+  static void add_warnings(Measurement& m, const TimingPolicy& policy);
+
+  int device_;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  DeviceBuffer flush_;
+  std::unique_ptr<StreamGate> gate_;
+  unsigned char flush_value_ = 0;
+  std::string pci_bus_id_;
+  std::mutex mutex_;
+
+};
+
+}  // namespace aispflow::kernels::cuda
