@@ -7,6 +7,7 @@ packages=(
   libtbb-dev libboost-graph-dev libyaml-cpp-dev nlohmann-json3-dev libgtest-dev libcli11-dev libxxhash-dev
   libopenblas-dev     # cpu.openblas provider (CBLAS)
   librsvg2-bin        # rsvg-convert: roofline.svg -> PNG
+  hyperfine jq        # bench/run_*.sh: whole-process timings and their JSON
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -220,7 +220,26 @@ struct StoredFile {
   std::string name;  // relative to the entry directory, '/'-separated
   std::string digest;
   std::uintmax_t bytes = 0;
+  std::int64_t stamp_ns = 0;  // the modification time store() gave it (see stamp_file)
 };
+
+// A stored file's modification time is set to a fixed instant a second or more in the past and
+// recorded. Any later write to the file (through the cache or a hard link under --out) sets it to
+// "now", so a lookup can tell an untouched file from a changed one with one stat() and only hashes
+// files whose stamp moved -- a cached run of a thousand nodes must not read every file it owns.
+std::int64_t mtime_ns(const struct stat& st) {
+  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+std::int64_t stamp_file(const fs::path& file, std::time_t stamp_seconds) {
+  struct timespec times[2];
+  times[0].tv_sec = 0;
+  times[0].tv_nsec = UTIME_OMIT;  // access time: leave it
+  times[1].tv_sec = stamp_seconds;
+  times[1].tv_nsec = 0;
+  struct stat st {};
+  if (::utimensat(AT_FDCWD, file.c_str(), times, 0) != 0 || ::stat(file.c_str(), &st) != 0) return 0;
+  return mtime_ns(st);  // as the filesystem stored it (some round timestamps)
+}
 
 // A relative, '/'-separated path that stays inside the entry directory.
 bool is_safe_relative_name(const std::string& name) {
@@ -265,14 +284,19 @@ std::optional<std::string> read_entry(const std::string& key, const fs::path& di
       const auto bytes = file.at("bytes").get<std::uintmax_t>();
       if (!is_safe_relative_name(name)) return "file name '" + name + "' leaves the entry";
       const fs::path path = dir / name;
-      // XXH3 hashes at memory speed, so checking content on every hit is affordable and catches
-      // edits that keep the size.
-      const auto facts = examine_file(path, bytes);
-      if (!facts || !facts->regular) return "file " + name + " is missing";
-      if (facts->bytes != bytes) {
-        return "file " + name + " has " + std::to_string(facts->bytes) + " bytes, expected " + std::to_string(bytes);
+      struct stat st {};
+      if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "file " + name + " is missing";
+      if (static_cast<std::uintmax_t>(st.st_size) != bytes) {
+        return "file " + name + " has " + std::to_string(st.st_size) + " bytes, expected " + std::to_string(bytes);
       }
-      if (facts->digest != digest) return "file " + name + " has changed content";
+      // Untouched since store() (same stamp): its recorded digest stands. Otherwise hash it: an edit
+      // that kept the size is still caught.
+      const bool untouched = file.contains("stamp_ns") && file["stamp_ns"].get<std::int64_t>() == mtime_ns(st);
+      if (!untouched) {
+        const auto facts = examine_file(path, bytes);
+        if (!facts || !facts->regular) return "file " + name + " is missing";
+        if (facts->digest != digest) return "file " + name + " has changed content";
+      }
       file_digests[name] = digest;
       out.files.push_back(name);
     }
@@ -501,29 +525,48 @@ namespace {
 
 fs::path entry_dir(const fs::path& root, const std::string& key) { return root / "objects" / key.substr(0, 2) / key; }
 
-fs::path index_file(const fs::path& root, const std::string& workflow, const std::string& node) {
-  return root / "index" / filesystem_name(workflow) / (filesystem_name(node) + ".json");
+fs::path index_file(const fs::path& root, const std::string& workflow) {
+  return root / "index" / (filesystem_name(workflow) + ".json");
+}
+
+// {node: key} from an index file; empty when missing or unreadable (an unreadable index only loses
+// "why" explanations). Only keys: the inputs behind a key are in its entry, so the file stays small
+// enough to read whole at the start of every run.
+std::map<std::string, std::string> read_index_nodes(const fs::path& file) {
+  std::map<std::string, std::string> nodes;
+  std::string text;
+  if (!try_read_file(file, text)) return nodes;
+  try {
+    const json doc = json::parse(text);
+    for (const auto& [node, key] : doc.at("nodes").items())
+      if (key.is_string()) nodes.emplace(node, key.get<std::string>());
+  } catch (const std::exception&) {
+    nodes.clear();
+  }
+  return nodes;
+}
+
+bool is_valid_key(const std::string& key) {
+  return key.size() >= 3 && std::all_of(key.begin(), key.end(), [](unsigned char c) { return std::isalnum(c); });
 }
 
 void check_key(const std::string& key) {
-  const bool ok = key.size() >= 3 && std::all_of(key.begin(), key.end(), [](unsigned char c) { return std::isalnum(c); });
-  if (!ok) throw std::invalid_argument("invalid cache key '" + key + "'");
+  if (!is_valid_key(key)) throw std::invalid_argument("invalid cache key '" + key + "'");
 }
 
-// Every parseable index file: the key it points at and its "workflow/node" label.
+// Every key an index file points at, with its "workflow/node" label.
 std::vector<std::pair<std::string, std::string>> read_index(const fs::path& root) {
   std::vector<std::pair<std::string, std::string>> out;
   std::error_code ec;
-  for (fs::recursive_directory_iterator it(root / "index", ec), end; !ec && it != end; it.increment(ec)) {
+  for (fs::directory_iterator it(root / "index", ec), end; !ec && it != end; it.increment(ec)) {
     std::error_code type_ec;
     if (!it->is_regular_file(type_ec) || is_temporary(it->path()) || it->path().extension() != ".json") continue;
+    std::string workflow = it->path().stem().string();
     try {
-      const json doc = json::parse(read_whole_file(it->path()));
-      out.emplace_back(doc.at("key").get<std::string>(),
-                       doc.at("workflow").get<std::string>() + "/" + doc.at("node").get<std::string>());
+      workflow = json::parse(read_whole_file(it->path())).value("workflow", workflow);
     } catch (const std::exception&) {
-      // An unreadable index file only loses a "why" explanation; it references nothing.
     }
+    for (const auto& [node, key] : read_index_nodes(it->path())) out.emplace_back(key, workflow + "/" + node);
   }
   return out;
 }
@@ -592,6 +635,7 @@ Artifact Cache::store(const std::string& key, const KeyInputs& inputs, const jso
   try {
     // 1. Move the node's output files in, keeping their relative paths.
     std::vector<StoredFile> files;
+    const std::time_t stamp_seconds = std::time(nullptr) - 2;  // strictly before any later write
     std::error_code ec;
     if (!files_dir.empty() && fs::is_directory(files_dir, ec)) {
       std::vector<fs::path> sources;
@@ -607,7 +651,7 @@ Artifact Cache::store(const std::string& key, const KeyInputs& inputs, const jso
         move_file(source, temp_dir / name);
         const auto facts = examine_file(temp_dir / name);
         if (!facts || !facts->regular) throw errno_error("cannot read", temp_dir / name);
-        files.push_back({name, facts->digest, facts->bytes});
+        files.push_back({name, facts->digest, facts->bytes, stamp_file(temp_dir / name, stamp_seconds)});
       }
     }
     std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
@@ -619,7 +663,9 @@ Artifact Cache::store(const std::string& key, const KeyInputs& inputs, const jso
     json file_list = json::array();
     for (const auto& f : files) {
       file_digests[f.name] = f.digest;
-      file_list.push_back({{"name", f.name}, {"digest", f.digest}, {"bytes", f.bytes}});
+      json entry{{"name", f.name}, {"digest", f.digest}, {"bytes", f.bytes}};
+      if (f.stamp_ns != 0) entry["stamp_ns"] = f.stamp_ns;
+      file_list.push_back(std::move(entry));
     }
     const std::string digest = artifact_digest(stored_data, verdict, file_digests);
     const json record{{"key", key},           {"type", inputs.type},   {"inputs", inputs.to_json()},
@@ -660,34 +706,92 @@ Artifact Cache::store(const std::string& key, const KeyInputs& inputs, const jso
   }
 }
 
+struct Cache::WorkflowIndex {
+  std::string workflow;
+  fs::path file;
+  std::map<std::string, std::string> nodes;   // node -> key: the file as read, plus this process's updates
+  std::set<std::string> dirty;         // nodes updated here and not yet written
+  std::chrono::steady_clock::time_point last_flush;
+};
+
+Cache::~Cache() {
+  try {
+    flush_index();
+  } catch (const std::exception&) {
+    // Losing index updates costs at most "why" explanations; a destructor must not throw.
+  }
+}
+
+Cache::WorkflowIndex& Cache::index_of(const std::string& workflow) const {
+  auto& slot = indexes_[workflow];
+  if (!slot) {
+    slot = std::make_unique<WorkflowIndex>();
+    slot->workflow = workflow;
+    slot->file = index_file(root_, workflow);
+    slot->nodes = read_index_nodes(slot->file);
+    slot->last_flush = std::chrono::steady_clock::now();
+  }
+  return *slot;
+}
+
+void Cache::flush_locked(WorkflowIndex& index) const {
+  if (index.dirty.empty()) return;
+  CacheLock lock(root_);  // so gc never decides on a half-updated set of references
+  // Merge: other processes may have recorded other nodes of this workflow since we read the file.
+  std::map<std::string, std::string> merged = read_index_nodes(index.file);
+  for (const auto& node : index.dirty) merged[node] = index.nodes[node];
+  json doc{{"workflow", index.workflow}, {"nodes", json::object()}};
+  for (const auto& [node, entry] : merged) doc["nodes"][node] = entry;
+  // Atomic but not fsync()ed: an index only explains re-runs and roots gc; losing it in a power cut
+  // costs at most a rebuild.
+  replace_file(index.file, canonical_dump(doc, 1), false);
+  index.nodes = std::move(merged);
+  index.dirty.clear();
+  index.last_flush = std::chrono::steady_clock::now();
+}
+
 void Cache::record_last(const std::string& workflow, const std::string& node, const KeyInputs& inputs,
                         const std::string& key) {
-  const fs::path file = index_file(root_, workflow, node);
-  // A fully cached re-run records the same thing for every node; skipping those writes (and their
-  // fsyncs) keeps it fast.
-  if (const auto previous = last(workflow, node); previous && previous->key == key && previous->inputs == inputs) {
-    return;
-  }
-  const json doc{{"workflow", workflow}, {"node", node}, {"key", key},
-                 {"inputs", inputs.to_json()}, {"recorded", now_iso8601()}};
-  CacheLock lock(root_);  // so gc never decides on a half-updated set of references
-  // Atomic but not fsync()ed: an index file only explains re-runs and roots gc, and losing one in a
-  // power cut costs at most a rebuild. Skipping the sync keeps a first run of many nodes fast.
-  replace_file(file, canonical_dump(doc, 1), false);
+  std::lock_guard guard(index_mutex_);
+  WorkflowIndex& index = index_of(workflow);
+  // A fully cached re-run records what is already there, for every node: nothing to do. (Equal keys
+  // mean equal inputs: the key is their digest.)
+  (void)inputs;  // the entry stored under `key` records them
+  if (auto it = index.nodes.find(node); it != index.nodes.end() && it->second == key) return;
+  index.nodes[node] = key;
+  index.dirty.insert(node);
+  if (std::chrono::steady_clock::now() - index.last_flush > std::chrono::seconds(1)) flush_locked(index);
 }
 
 std::optional<Cache::LastRun> Cache::last(const std::string& workflow, const std::string& node) const {
-  std::string text;
-  if (!try_read_file(index_file(root_, workflow, node), text)) return std::nullopt;  // never ran
-  try {
-    const json doc = json::parse(text);
-    return LastRun{KeyInputs::from_json(doc.at("inputs")), doc.at("key").get<std::string>()};
-  } catch (const std::exception&) {
-    return std::nullopt;  // unreadable: the node simply has no recorded previous run
+  std::string key;
+  {
+    std::lock_guard guard(index_mutex_);
+    const WorkflowIndex& index = index_of(workflow);
+    auto it = index.nodes.find(node);
+    if (it == index.nodes.end()) return std::nullopt;  // never ran
+    key = it->second;
   }
+  // The inputs behind the key, from its entry. An entry that is gone (cleared) or unreadable leaves the
+  // key alone: the caller can still tell "changed" from "never ran".
+  LastRun last{KeyInputs{}, key};
+  last.inputs.type.clear();
+  std::string text;
+  if (!is_valid_key(key) || !try_read_file(entry_dir(root_, key) / kArtifactFile, text)) return last;
+  try {
+    last.inputs = KeyInputs::from_json(json::parse(text).at("inputs"));
+  } catch (const std::exception&) {
+  }
+  return last;
+}
+
+void Cache::flush_index() const {
+  std::lock_guard guard(index_mutex_);
+  for (auto& [_, index] : indexes_) flush_locked(*index);
 }
 
 std::vector<CacheEntryInfo> Cache::list() const {
+  flush_index();  // this process's own references count too
   std::map<std::string, std::vector<std::string>> used_by;
   for (auto& [key, label] : read_index(root_)) used_by[key].push_back(std::move(label));
 
@@ -744,6 +848,7 @@ fs::path Cache::make_scratch_dir() {
 Cache::GcResult Cache::gc() {
   std::error_code ec;
   if (!fs::is_directory(root_, ec)) return {};
+  flush_index();  // this process's own references count too
   CacheLock lock(root_);
   std::set<std::string> referenced;
   for (const auto& [key, label] : read_index(root_)) referenced.insert(key);
@@ -797,6 +902,10 @@ Cache::GcResult Cache::gc() {
 }
 
 void Cache::clear() {
+  {
+    std::lock_guard guard(index_mutex_);
+    indexes_.clear();  // pending updates point at entries about to go
+  }
   std::error_code ec;
   if (!fs::is_directory(root_, ec)) return;
   CacheLock lock(root_);

@@ -2,7 +2,7 @@
 // Content-addressed artifact store.
 //
 //   <root>/objects/<key[0:2]>/<key>/artifact.json + files     one entry per cache key
-//   <root>/index/<workflow>/<node>.json                      what the last run of that node used (for "why")
+//   <root>/index/<workflow>.json                             what the last run of each node used (for "why")
 //   <root>/lock                                              flock()ed while writing, so concurrent runs are safe
 //
 // The key digests everything a node's output depends on (KeyInputs). Entries are written to a temporary
@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -63,6 +65,9 @@ struct CacheEntryInfo {
 class Cache {
  public:
   explicit Cache(std::filesystem::path root);
+  ~Cache();  // writes pending index updates (flush_index)
+  Cache(const Cache&) = delete;
+  Cache& operator=(const Cache&) = delete;
   const std::filesystem::path& root() const { return root_; }
 
   // nullopt on a miss or a corrupt entry (then `warn` is called with what was wrong).
@@ -76,11 +81,17 @@ class Cache {
   Artifact store(const std::string& key, const KeyInputs& inputs, const json& data, Verdict verdict,
                  const std::filesystem::path& files_dir, bool replace = false);
 
-  // What the last run of (workflow, node) used, to say why a node re-runs.
+  // What the last run of (workflow, node) used, to say why a node re-runs; it also roots gc. One index
+  // file per workflow, read once per process: a cached run of a thousand nodes must not open a thousand
+  // index files. Updates are held in memory and written (merged under the cache lock with what other
+  // processes wrote meanwhile) at most once a second, by flush_index() and on destruction. A crash can
+  // lose the last second of updates: then a "why" falls back to "no cache entry", nothing worse.
   void record_last(const std::string& workflow, const std::string& node, const KeyInputs& inputs,
                    const std::string& key);
+  // inputs.type is empty when the entry behind the key is gone (cleared, or corrupt).
   struct LastRun { KeyInputs inputs; std::string key; };
   std::optional<LastRun> last(const std::string& workflow, const std::string& node) const;
+  void flush_index() const;  // const: the index is bookkeeping, not the cache's content
 
   // A fresh directory under <root>/tmp/ for a run's node outputs (same filesystem as the entries, so
   // store() renames instead of copying). Its name carries the creating process's id: gc and clear
@@ -104,7 +115,13 @@ class Cache {
   void clear();
 
  private:
+  struct WorkflowIndex;
+  WorkflowIndex& index_of(const std::string& workflow) const;   // loads it; index_mutex_ held
+  void flush_locked(WorkflowIndex& index) const;
+
   std::filesystem::path root_;
+  mutable std::mutex index_mutex_;
+  mutable std::map<std::string, std::unique_ptr<WorkflowIndex>> indexes_;
 };
 
 }  // namespace aispflow

@@ -48,7 +48,8 @@ class ResourceDispatcher {
 
   // Sets the amount of `resource` the first time it is named (later calls do nothing).
   void set_total_if_unknown(const std::string& resource, int total);
-  // Queues a job; it is launched as soon as the rules above allow. `body` must not throw.
+  // Runs `body` at once on this thread when it may start and nobody waits ahead of it; otherwise queues
+  // it, to be launched as soon as the rules above allow. `body` must not throw.
   void submit(Resources needs, bool exclusive, Body body);
 
  private:
@@ -58,6 +59,7 @@ class ResourceDispatcher {
     Body body;
   };
   bool fits_locked(const Job& job) const;
+  void take_locked(const Job& job);           // accounts for a job that starts
   std::vector<Job> take_startable_locked();   // removes and accounts for the jobs that may start now
   void launch_all(std::vector<Job> jobs);
   void give_back(const Resources& needs, bool exclusive);

@@ -231,6 +231,7 @@ struct Executor::Run {
   std::vector<char> kept_failed_output;  // a failed node's partial output was moved to --out
   std::unique_ptr<ResourceDispatcher> dispatcher;  // created by execute_graph()
   fs::path scratch_root;                 // where running nodes write before their output is stored
+  std::once_flag scratch_once;
   std::string workflow_name;
   fs::path workflow_dir;                 // relative paths in params are relative to this
   std::vector<std::vector<std::size_t>> upstream;   // predecessors, computed once (decide() and the graph use them)
@@ -427,6 +428,8 @@ struct Executor::Run {
     auto last = ex.cache_->last(workflow_name, decl.name);
     if (!last) {
       d.reason = "no cache entry";
+    } else if (last->inputs.type.empty()) {
+      d.reason = "cache entry of the last run is gone (removed or corrupt)";
     } else {
       d.reason = explain_change(last->inputs, d.key_inputs);
       if (d.reason.empty()) d.reason = "cache entry missing (removed or corrupt)";
@@ -619,7 +622,7 @@ struct Executor::Run {
   // directory per node, which on a busy ext4 disk costs more than the rest of a small node.
   fs::path take_scratch(const NodeDecl& decl) {
     if (opt.no_cache) {  // the scratch directory stays the artifact's home until the run ends
-      fs::path dir = scratch_root / filesystem_name(decl.name);
+      fs::path dir = scratch_root_dir() / filesystem_name(decl.name);
       fs::create_directories(dir);
       return dir;
     }
@@ -631,9 +634,22 @@ struct Executor::Run {
         return dir;
       }
     }
-    fs::path dir = scratch_root / std::to_string(scratch_count++);
+    fs::path dir = scratch_root_dir() / std::to_string(scratch_count++);
     fs::create_directories(dir);
     return dir;
+  }
+
+  // Made on first use: a fully cached run creates (and deletes) no directory at all.
+  const fs::path& scratch_root_dir() {
+    std::call_once(scratch_once, [this] {
+      if (opt.no_cache) {
+        scratch_root = fs::temp_directory_path() / ("aispflow-run-" + random_suffix());
+        fs::create_directories(scratch_root);
+      } else {
+        scratch_root = ex.cache_->make_scratch_dir();
+      }
+    });
+    return scratch_root;
   }
 
   void give_back_scratch(const fs::path& dir) {
@@ -665,16 +681,6 @@ struct Executor::Run {
       fs::remove_all(out_dir, ignored);
     }
     kept_failed_output[i] = !ec;
-  }
-
-  void make_scratch_root() {
-    if (opt.in_memory) return;
-    if (opt.no_cache) {
-      scratch_root = fs::temp_directory_path() / ("aispflow-run-" + random_suffix());
-      fs::create_directories(scratch_root);
-    } else {
-      scratch_root = ex.cache_->make_scratch_dir();
-    }
   }
 
   void remove_scratch_root() {
@@ -759,9 +765,9 @@ RunSummary Executor::run(const ExecOptions& options) {
   if (options.observer) options.observer->run_started(run.selected.size());
   int jobs = options.jobs > 0 ? options.jobs : oneapi::tbb::info::default_concurrency();
   if (!run.selected.empty()) {
-    run.make_scratch_root();
     run.execute_graph(jobs);
     run.remove_scratch_root();
+    if (cache_ && !options.in_memory && !options.no_cache) cache_->flush_index();
   }
 
   for (auto i : run.selected) summary.nodes.push_back(std::move(run.results[i]));

@@ -458,39 +458,72 @@ TEST_F(CacheTest, RecordLastRoundTripsAndEncodesMatrixNames) {
   const std::vector<std::string> nodes{"plain", "per_size[size=1]", "gemm[m=4096,n=1,dtype=f16]",
                                        "per_size%5Bsize%3D1%5D", ".hidden", "..", "a/b", std::string(400, 'n')};
   int n = 0;
+  std::vector<std::string> keys;
   for (const auto& node : nodes) {
     KeyInputs inputs = sample_inputs();
     inputs.params = json{{"n", n}};
-    cache_->record_last("demo[x=1]", node, inputs, "key" + std::to_string(n));
+    keys.push_back(store_sample(inputs));  // the inputs behind a key come from its entry
+    cache_->record_last("demo[x=1]", node, inputs, keys.back());
     ++n;
   }
   n = 0;
   for (const auto& node : nodes) {
     const auto last = cache_->last("demo[x=1]", node);
     ASSERT_TRUE(last) << node;
-    EXPECT_EQ(last->key, "key" + std::to_string(n)) << node;
+    EXPECT_EQ(last->key, keys[n]) << node;
     EXPECT_EQ(last->inputs.params, (json{{"n", n}})) << node;
     ++n;
   }
+  // A key whose entry is gone still says "ran before", with no inputs to compare against.
+  cache_->record_last("demo[x=1]", "orphan", sample_inputs(), "0123456789abcdef");
+  ASSERT_TRUE(cache_->last("demo[x=1]", "orphan"));
+  EXPECT_TRUE(cache_->last("demo[x=1]", "orphan")->inputs.type.empty());
   EXPECT_FALSE(cache_->last("demo[x=1]", "never_ran"));
   EXPECT_FALSE(cache_->last("other", "plain"));
 
-  // All index files sit directly in one workflow directory, one per node.
+  // One index file per workflow; another process (a fresh Cache) reads back what this one wrote.
+  cache_->flush_index();
   const fs::path index = base_ / "cache" / "index";
   std::size_t files = 0, dirs = 0;
   for (const auto& e : fs::recursive_directory_iterator(index)) (e.is_directory() ? dirs : files)++;
-  EXPECT_EQ(dirs, 1u);
-  EXPECT_EQ(files, nodes.size());
+  EXPECT_EQ(dirs, 0u);
+  EXPECT_EQ(files, 1u);
+  Cache reader(base_ / "cache");
+  n = 0;
+  for (const auto& node : nodes) {
+    const auto last = reader.last("demo[x=1]", node);
+    ASSERT_TRUE(last) << node;
+    EXPECT_EQ(last->key, keys[n++]) << node;
+  }
+}
+
+TEST_F(CacheTest, IndexUpdatesOfTwoProcessesMerge) {
+  // Two runs of one workflow at once, each recording different nodes: neither loses the other's.
+  Cache first(base_ / "cache"), second(base_ / "cache");
+  EXPECT_FALSE(second.last("wf", "a"));  // second has read the (empty) index before first writes
+  first.record_last("wf", "a", sample_inputs(), "ka");
+  first.flush_index();
+  second.record_last("wf", "b", sample_inputs(), "kb");
+  second.flush_index();
+  Cache reader(base_ / "cache");
+  ASSERT_TRUE(reader.last("wf", "a"));
+  ASSERT_TRUE(reader.last("wf", "b"));
+  EXPECT_EQ(reader.last("wf", "a")->key, "ka");
+  EXPECT_EQ(reader.last("wf", "b")->key, "kb");
 }
 
 TEST_F(CacheTest, CorruptIndexFileMeansNoPreviousRun) {
   cache_->record_last("wf", "n", sample_inputs(), "k1");
+  cache_->flush_index();
   for (const auto& e : fs::recursive_directory_iterator(base_ / "cache" / "index"))
     if (e.is_regular_file()) write_file(e.path(), "{not json");
-  EXPECT_FALSE(cache_->last("wf", "n"));
-  cache_->record_last("wf", "n", sample_inputs(), "k2");
-  ASSERT_TRUE(cache_->last("wf", "n"));
-  EXPECT_EQ(cache_->last("wf", "n")->key, "k2");
+  Cache fresh(base_ / "cache");
+  EXPECT_FALSE(fresh.last("wf", "n"));
+  fresh.record_last("wf", "n", sample_inputs(), "k2");
+  fresh.flush_index();
+  Cache reader(base_ / "cache");
+  ASSERT_TRUE(reader.last("wf", "n"));
+  EXPECT_EQ(reader.last("wf", "n")->key, "k2");
 }
 
 TEST(ExplainChange, EqualInputsGiveNoReason) { EXPECT_EQ(explain_change(sample_inputs(), sample_inputs()), ""); }

@@ -1,0 +1,23 @@
+// The CUDA backend's plugin entry points (libaispflow_cuda.so). aispflow loads this module with dlopen
+// the first time a command needs a backend (kernels/cuda_plugin.cpp), so the cuBLASLt/CUDA runtime
+// libraries -- half a gigabyte to map and relocate -- are never loaded by commands that do not touch
+// hardware (a fully cached run, validate, graph, nodes), and a CUDA-enabled build still runs on a
+// machine without the CUDA runtime (it falls back to the CPU backend and says why).
+//
+// Only these symbols are exported; everything else in the module is hidden so that it never binds to
+// the executable's copies of the same code.
+#include "kernels/cuda/cuda_backend.hpp"
+#include "kernels/cuda/plugin/entry.hpp"
+
+#define AISPFLOW_PLUGIN_EXPORT extern "C" __attribute__((visibility("default")))
+
+AISPFLOW_PLUGIN_EXPORT int aispflow_cuda_plugin_abi() { return aispflow::kernels::kCudaPluginAbi; }
+
+AISPFLOW_PLUGIN_EXPORT bool aispflow_cuda_device_available(std::string* why_not) {
+  return aispflow::kernels::cuda_device_available(why_not);
+}
+
+// Ownership passes to the caller; exceptions (a failed device probe) propagate to it.
+AISPFLOW_PLUGIN_EXPORT aispflow::kernels::Backend* aispflow_make_cuda_backend() {
+  return aispflow::kernels::make_cuda_backend().release();
+}

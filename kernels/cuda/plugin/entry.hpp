@@ -1,0 +1,22 @@
+#pragma once
+// The contract between aispflow and libaispflow_cuda.so: symbol names, signatures and an ABI number that
+// both sides compile in. A plugin from another build (different number) is refused with a clear reason.
+#include <string>
+
+namespace aispflow::kernels {
+
+class Backend;
+
+// Raise whenever Backend, GemmProvider, Environment or the signatures below change.
+constexpr int kCudaPluginAbi = 1;
+
+using CudaPluginAbiFn = int (*)();
+using CudaDeviceAvailableFn = bool (*)(std::string* why_not);
+using MakeCudaBackendFn = Backend* (*)();
+
+inline constexpr const char* kCudaPluginFile = "libaispflow_cuda.so";
+inline constexpr const char* kCudaPluginAbiSymbol = "aispflow_cuda_plugin_abi";
+inline constexpr const char* kCudaDeviceAvailableSymbol = "aispflow_cuda_device_available";
+inline constexpr const char* kMakeCudaBackendSymbol = "aispflow_make_cuda_backend";
+
+}  // namespace aispflow::kernels
