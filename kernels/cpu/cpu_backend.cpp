@@ -1,7 +1,6 @@
 // The CPU backend: always built, the default where no GPU is found, and what CI runs on.
 #include "kernels/cpu/cpu_backend.hpp"
 
-#include <cblas.h>
 
 #include <map>
 #include <stdexcept>
@@ -10,9 +9,9 @@
 #include "kernels/common/fingerprint.hpp"
 #include "kernels/cpu/blocked_gemm.hpp"
 #include "kernels/cpu/cpu_providers.hpp"
+#include "kernels/cpu/openblas.hpp"
 #include "kernels/cpu/probes.hpp"
 
-extern "C" char* openblas_get_config(void);
 
 namespace aispflow::kernels {
 
@@ -86,8 +85,7 @@ class CpuBackend final : public Backend {
     json info = cpu_hardware_info();
     info["backend"] = "cpu";
     info["gpus"] = json::array();
-    const char* blas = openblas_get_config();
-    info["openblas"] = blas ? blas : "unknown";
+    info["openblas"] = openblas().describe();
     info["blocked_gemm"] = blocked_gemm_identity(resolve_blocked_config(), int(std::thread::hardware_concurrency()));
     info["default_bandwidth_array_bytes"] = default_bandwidth_array_bytes();
     return info;

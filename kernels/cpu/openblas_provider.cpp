@@ -1,26 +1,17 @@
 // cpu.openblas: the system's OpenBLAS through CBLAS, the yardstick for cpu.blocked.
-#include <cblas.h>
-
 #include <cstdint>
 #include <limits>
 
 #include "kernels/cpu/cpu_gemm_run.hpp"
 #include "kernels/cpu/cpu_providers.hpp"
-
-// OpenBLAS's own introspection; declared here too in case the cblas.h found is a generic one.
-extern "C" {
-char* openblas_get_config(void);
-int openblas_get_num_threads(void);
-}
+#include "kernels/cpu/openblas.hpp"
 
 namespace aispflow::kernels {
 
 namespace {
 
 std::string openblas_identity(const char* routine) {
-  const char* config = openblas_get_config();
-  return std::string(routine) + " row-major NN, alpha=1 beta=0; " + (config ? config : "OpenBLAS") +
-         "; threads=" + std::to_string(openblas_get_num_threads());
+  return std::string(routine) + " row-major NN, alpha=1 beta=0; " + openblas().describe();
 }
 
 class OpenBlasProvider final : public GemmProvider {
@@ -28,6 +19,7 @@ class OpenBlasProvider final : public GemmProvider {
   std::string name() const override { return "cpu.openblas"; }
 
   std::optional<std::string> unsupported(const GemmShape& shape, const std::string& dtype) const override {
+    if (!openblas().loaded()) return openblas().error;
     if (dtype != "fp32" && dtype != "fp64")
       return dtype + " is not supported by cpu.openblas (fp32 and fp64 only)";
     constexpr std::int64_t int_max = std::numeric_limits<int>::max();   // CBLAS takes int dimensions
@@ -42,13 +34,13 @@ class OpenBlasProvider final : public GemmProvider {
     if (dtype == "fp64") {
       const CpuGemmJob job{name(), openblas_identity("cblas_dgemm"), shape, dtype, timing};
       return {run_cpu_gemm(job, CpuGemmCall<double>([=](const double* a, const double* b, double* c) {
-                             cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mi, ni, ki, 1.0, a, ki, b, ni,
+                             openblas().dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mi, ni, ki, 1.0, a, ki, b, ni,
                                          0.0, c, ni);
                            }))};
     }
     const CpuGemmJob job{name(), openblas_identity("cblas_sgemm"), shape, dtype, timing};
     return {run_cpu_gemm(job, CpuGemmCall<float>([=](const float* a, const float* b, float* c) {
-                           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mi, ni, ki, 1.0f, a, ki, b, ni,
+                           openblas().sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mi, ni, ki, 1.0f, a, ki, b, ni,
                                        0.0f, c, ni);
                          }))};
   }

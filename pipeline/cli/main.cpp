@@ -11,12 +11,6 @@
 #include "pipeline/cli/commands.hpp"
 #include "pipeline/errors.hpp"
 
-// OpenBLAS (behind the cpu.openblas provider) starts its worker threads when the library is loaded, and
-// they busy-wait for work for ~0.1 s: on a 2-core machine that takes a core from every `aispflow` command,
-// most of which never multiply a matrix (a fully cached run took 40% longer). Stopping the pool is safe:
-// OpenBLAS starts it again, with all its threads, on its next parallel call. Weak: not every build links it.
-extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
-
 namespace {
 
 using namespace aispflow;
@@ -128,7 +122,6 @@ int run_cli(int argc, char** argv) {
 int main(int argc, char** argv) {
   // A closed pipe (`aispflow nodes | head`) is an ordinary end, not a crash.
   ::signal(SIGPIPE, SIG_IGN);
-  if (blas_thread_shutdown_) blas_thread_shutdown_();
   try {
     return run_cli(argc, argv);
   } catch (const aispflow::InputError& e) {
