@@ -43,7 +43,7 @@ json compute(const json& p) {
   };
 }
 
-class CostPerTokenNode final : public NodeType {
+class CostPerTokenNode final : public CalculatorNode {
  public:
   std::string name() const override { return "cost_per_token"; }
   std::string doc() const override {
@@ -59,24 +59,7 @@ class CostPerTokenNode final : public NodeType {
         {"gpus", ParamKind::number, 1, false, "multiplier on power_w (number of GPUs drawing it)"},
     };
   }
-  std::string check_params(const json& params) const override {
-    if (contains_unresolved_ref(params)) return {};
-    try {
-      (void)compute(params);
-    } catch (const std::exception& e) {
-      return e.what();
-    }
-    return {};
-  }
-  NodeOutput run(NodeContext& ctx) const override {
-    NodeOutput out;
-    try {
-      out.data = compute(ctx.params);
-    } catch (const std::invalid_argument& e) {
-      throw NodeError(e.what());
-    }
-    return out;
-  }
+  json calculate(const json& params) const override { return compute(params); }
 };
 
 }  // namespace

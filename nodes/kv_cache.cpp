@@ -136,7 +136,7 @@ json compute(const KvRequest& r) {
   return out;
 }
 
-class KvCacheNode final : public NodeType {
+class KvCacheNode final : public CalculatorNode {
  public:
   std::string name() const override { return "kv_cache"; }
   std::string doc() const override {
@@ -162,27 +162,7 @@ class KvCacheNode final : public NodeType {
         {"weights_gb", ParamKind::number, 0, false, "memory taken by the weights, GB"},
     };
   }
-  std::string check_params(const json& params) const override {
-    if (contains_unresolved_ref(params)) return {};
-    try {
-      (void)compute(parse(params));
-    } catch (const std::exception& e) {
-      return e.what();
-    }
-    return {};
-  }
-  NodeOutput run(NodeContext& ctx) const override {
-    NodeOutput out;
-    try {
-      out.data = compute(parse(ctx.params));
-    } catch (const std::invalid_argument& e) {
-      throw NodeError(e.what());
-    }
-    ctx.info(std::string(out.data["fits"].get<bool>() ? "fits" : "does not fit") + ": " +
-             std::to_string(out.data["total_gb"].get<double>()) + " GB of " +
-             std::to_string(out.data["available_gb"].get<double>()) + " GB available");
-    return out;
-  }
+  json calculate(const json& params) const override { return compute(parse(params)); }
 };
 
 }  // namespace

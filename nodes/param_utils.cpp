@@ -1,5 +1,7 @@
 #include "nodes/param_utils.hpp"
 
+#include "pipeline/errors.hpp"
+
 #include <cmath>
 #include <stdexcept>
 
@@ -130,6 +132,26 @@ kernels::TimingPolicy timing_policy(const json& params, const std::string& field
   for (const char* key : {"warmup", "min_samples", "max_samples"})
     if (normalised.contains(key)) normalised[key] = as_int(normalised[key]);
   return kernels::TimingPolicy::from_json(normalised);
+}
+
+std::string CalculatorNode::check_params(const json& params) const {
+  if (contains_unresolved_ref(params)) return {};
+  try {
+    (void)calculate(params);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
+}
+
+NodeOutput CalculatorNode::run(NodeContext& ctx) const {
+  NodeOutput out;
+  try {
+    out.data = calculate(ctx.params);
+  } catch (const std::invalid_argument& e) {
+    throw NodeError(e.what());
+  }
+  return out;
 }
 
 }  // namespace aispflow

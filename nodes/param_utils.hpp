@@ -8,6 +8,7 @@
 
 #include "kernels/common/timing.hpp"
 #include "pipeline/artifact.hpp"
+#include "pipeline/node_type.hpp"
 
 namespace aispflow {
 
@@ -32,5 +33,16 @@ double required_number(const json& params, const std::string& field);
 // The `timing:` map of a measuring node (warmup, min_samples, max_samples, target_stdrel, budget_s,
 // flush_cache), checked field by field; unknown keys are errors so a typo does not silently time differently.
 kernels::TimingPolicy timing_policy(const json& params, const std::string& field = "timing");
+
+// A node type whose output is a pure function of its params (kv_cache, cost_per_token): the same
+// calculation checks the params at load time and produces the artifact at run time.
+class CalculatorNode : public NodeType {
+ public:
+  // Throws std::invalid_argument naming the field on bad params.
+  virtual json calculate(const json& params) const = 0;
+
+  std::string check_params(const json& params) const override;   // calculate()'s message, if it throws
+  NodeOutput run(NodeContext& ctx) const override;                // calculate(), as a NodeError if it throws
+};
 
 }  // namespace aispflow

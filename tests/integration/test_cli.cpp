@@ -18,24 +18,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/text_files.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
+using aispflow::test::quote;
+using aispflow::test::read_file;
 
 struct Result {
   int code = -1;
