@@ -74,11 +74,11 @@ std::string now_iso8601() {
 
 // Reads a whole file with plain POSIX calls: lookups sit on the path of a fully cached re-run, where
 // every syscall saved per node counts. Returns false (errno set) if it cannot be opened or read.
-bool try_read_file(const fs::path& file, std::string& out) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  out.clear();
-  char buffer[16384];
+// Feeds every byte of `fd` to `sink`, retrying interrupted reads, and closes it. False (errno kept) on
+// a read error.
+template <typename Sink>
+bool drain_and_close(int fd, Sink&& sink) {
+  char buffer[65536];
   for (;;) {
     const ssize_t n = ::read(fd, buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
@@ -89,10 +89,17 @@ bool try_read_file(const fs::path& file, std::string& out) {
       return false;
     }
     if (n == 0) break;
-    out.append(buffer, static_cast<std::size_t>(n));
+    sink(std::string_view(buffer, static_cast<std::size_t>(n)));
   }
   ::close(fd);
   return true;
+}
+
+bool try_read_file(const fs::path& file, std::string& out) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  out.clear();
+  return drain_and_close(fd, [&](std::string_view chunk) { out.append(chunk); });
 }
 
 std::string read_whole_file(const fs::path& file) {
@@ -118,20 +125,9 @@ std::optional<FileFacts> examine_file(const fs::path& file, std::optional<std::u
     // A size mismatch already says enough; hash only what might be intact.
     if (!expected_bytes || *expected_bytes == facts.bytes) {
       Hasher hasher;
-      char buffer[65536];
-      for (;;) {
-        const ssize_t n = ::read(fd, buffer, sizeof buffer);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-          const int error = errno;
-          ::close(fd);
-          errno = error;
-          return std::nullopt;
-        }
-        if (n == 0) break;
-        hasher.add(std::string_view(buffer, static_cast<std::size_t>(n)));
-      }
+      if (!drain_and_close(fd, [&](std::string_view chunk) { hasher.add(chunk); })) return std::nullopt;
       facts.digest = hasher.hex();
+      return facts;
     }
   }
   ::close(fd);
@@ -750,13 +746,11 @@ void Cache::flush_locked(WorkflowIndex& index) const {
   index.last_flush = std::chrono::steady_clock::now();
 }
 
-void Cache::record_last(const std::string& workflow, const std::string& node, const KeyInputs& inputs,
-                        const std::string& key) {
+void Cache::record_last(const std::string& workflow, const std::string& node, const std::string& key) {
   std::lock_guard guard(index_mutex_);
   WorkflowIndex& index = index_of(workflow);
   // A fully cached re-run records what is already there, for every node: nothing to do. (Equal keys
   // mean equal inputs: the key is their digest.)
-  (void)inputs;  // the entry stored under `key` records them
   if (auto it = index.nodes.find(node); it != index.nodes.end() && it->second == key) return;
   index.nodes[node] = key;
   index.dirty.insert(node);

@@ -86,8 +86,8 @@ class Cache {
   // index files. Updates are held in memory and written (merged under the cache lock with what other
   // processes wrote meanwhile) at most once a second, by flush_index() and on destruction. A crash can
   // lose the last second of updates: then a "why" falls back to "no cache entry", nothing worse.
-  void record_last(const std::string& workflow, const std::string& node, const KeyInputs& inputs,
-                   const std::string& key);
+  // Only the key is kept: the inputs behind it are in its entry (last() reads them from there).
+  void record_last(const std::string& workflow, const std::string& node, const std::string& key);
   // inputs.type is empty when the entry behind the key is gone (cleared, or corrupt).
   struct LastRun { KeyInputs inputs; std::string key; };
   std::optional<LastRun> last(const std::string& workflow, const std::string& node) const;

@@ -504,7 +504,7 @@ struct Executor::Run {
           r.verdict = d.hit->verdict;
           // Keep the index pointing at the entry this run used: gc must not take it, and the next
           // "why" compares against what was used last (record_last writes only when it changed).
-          if (!opt.in_memory && !opt.no_cache) ex.cache_->record_last(workflow_name, decl.name, d.key_inputs, d.key);
+          if (!opt.in_memory && !opt.no_cache) ex.cache_->record_last(workflow_name, decl.name, d.key);
           state[i].artifact = std::move(d.hit);
           break;
         case PlannedNode::Action::run: return Pending{std::move(d), std::move(r)};
@@ -612,7 +612,7 @@ struct Executor::Run {
     }
     // A forced node replaces its entry: the user asked for fresh results, and --out must show them.
     art = ex.cache_->store(d.key, d.key_inputs, output.data, output.verdict, out_dir, d.forced);
-    ex.cache_->record_last(workflow_name, decl.name, d.key_inputs, d.key);
+    ex.cache_->record_last(workflow_name, decl.name, d.key);
     give_back_scratch(out_dir);
     return art;
   }

@@ -421,7 +421,7 @@ TEST_F(CacheTest, ConcurrentProcessesStoreAndLookUpSafely) {
               read_file(found->dir / "sub" / "data.bin") != concurrent_content(i)) {
             ++failures;
           }
-          cache.record_last("wf", "node" + std::to_string(i % 5), inputs, key);
+          cache.record_last("wf", "node" + std::to_string(i % 5), key);
           if (!cache.last("wf", "node" + std::to_string(i % 5))) ++failures;
         }
       } catch (...) {
@@ -463,7 +463,7 @@ TEST_F(CacheTest, RecordLastRoundTripsAndEncodesMatrixNames) {
     KeyInputs inputs = sample_inputs();
     inputs.params = json{{"n", n}};
     keys.push_back(store_sample(inputs));  // the inputs behind a key come from its entry
-    cache_->record_last("demo[x=1]", node, inputs, keys.back());
+    cache_->record_last("demo[x=1]", node, keys.back());
     ++n;
   }
   n = 0;
@@ -475,7 +475,7 @@ TEST_F(CacheTest, RecordLastRoundTripsAndEncodesMatrixNames) {
     ++n;
   }
   // A key whose entry is gone still says "ran before", with no inputs to compare against.
-  cache_->record_last("demo[x=1]", "orphan", sample_inputs(), "0123456789abcdef");
+  cache_->record_last("demo[x=1]", "orphan", "0123456789abcdef");
   ASSERT_TRUE(cache_->last("demo[x=1]", "orphan"));
   EXPECT_TRUE(cache_->last("demo[x=1]", "orphan")->inputs.type.empty());
   EXPECT_FALSE(cache_->last("demo[x=1]", "never_ran"));
@@ -501,9 +501,9 @@ TEST_F(CacheTest, IndexUpdatesOfTwoProcessesMerge) {
   // Two runs of one workflow at once, each recording different nodes: neither loses the other's.
   Cache first(base_ / "cache"), second(base_ / "cache");
   EXPECT_FALSE(second.last("wf", "a"));  // second has read the (empty) index before first writes
-  first.record_last("wf", "a", sample_inputs(), "ka");
+  first.record_last("wf", "a", "ka");
   first.flush_index();
-  second.record_last("wf", "b", sample_inputs(), "kb");
+  second.record_last("wf", "b", "kb");
   second.flush_index();
   Cache reader(base_ / "cache");
   ASSERT_TRUE(reader.last("wf", "a"));
@@ -513,13 +513,13 @@ TEST_F(CacheTest, IndexUpdatesOfTwoProcessesMerge) {
 }
 
 TEST_F(CacheTest, CorruptIndexFileMeansNoPreviousRun) {
-  cache_->record_last("wf", "n", sample_inputs(), "k1");
+  cache_->record_last("wf", "n", "k1");
   cache_->flush_index();
   for (const auto& e : fs::recursive_directory_iterator(base_ / "cache" / "index"))
     if (e.is_regular_file()) write_file(e.path(), "{not json");
   Cache fresh(base_ / "cache");
   EXPECT_FALSE(fresh.last("wf", "n"));
-  fresh.record_last("wf", "n", sample_inputs(), "k2");
+  fresh.record_last("wf", "n", "k2");
   fresh.flush_index();
   Cache reader(base_ / "cache");
   ASSERT_TRUE(reader.last("wf", "n"));
@@ -584,8 +584,8 @@ TEST_F(CacheTest, ListShowsTypeSizeAndUsers) {
   b.type = "gemm";
   const std::string ka = store_sample(a, "12345");
   const std::string kb = store_sample(b);
-  cache_->record_last("wf", "n1", a, ka);
-  cache_->record_last("wf", "n2[x=1]", a, ka);
+  cache_->record_last("wf", "n1", ka);
+  cache_->record_last("wf", "n2[x=1]", ka);
 
   const auto entries = cache_->list();
   ASSERT_EQ(entries.size(), 2u);
@@ -608,7 +608,7 @@ TEST_F(CacheTest, GcKeepsReferencedEntriesAndRemovesTheRest) {
     KeyInputs k = sample_inputs();
     k.params["i"] = i;
     keys.push_back(store_sample(k, std::string(100, 'z')));
-    if (i % 2 == 0) cache_->record_last("wf", "node" + std::to_string(i), k, keys.back());
+    if (i % 2 == 0) cache_->record_last("wf", "node" + std::to_string(i), keys.back());
   }
   const auto gc = cache_->gc();
   EXPECT_EQ(gc.entries, 2u);
@@ -625,7 +625,7 @@ TEST_F(CacheTest, GcKeepsReferencedEntriesAndRemovesTheRest) {
 TEST_F(CacheTest, ClearRemovesEverythingButTheLock) {
   const KeyInputs inputs = sample_inputs();
   const std::string key = store_sample(inputs);
-  cache_->record_last("wf", "n", inputs, key);
+  cache_->record_last("wf", "n", key);
   cache_->clear();
   EXPECT_FALSE(cache_->lookup(key));
   EXPECT_FALSE(cache_->last("wf", "n"));
