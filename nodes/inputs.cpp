@@ -14,7 +14,7 @@ json collect_array(const NodeContext& ctx, const std::string& field) {
   json out = json::array();
   for (const auto& input : ctx.inputs) {
     if (!input.artifact) continue;
-    const json& data = input.artifact->data;
+    const json& data = input.artifact->data();
     if (!data.is_object() || !data.contains(field) || !data[field].is_array()) continue;
     for (json item : data[field]) {
       if (item.is_object() && !item.contains("_from")) item["_from"] = input.node;

@@ -855,9 +855,9 @@ class RooflineNode : public NodeType {
     // Title: device and date from the inputs (records' env, else the peak artifacts' env).
     if (env.empty())
       for (const auto& in : ctx.inputs)
-        if (in.artifact && in.artifact->data.is_object() && in.artifact->data.contains("env") &&
-            in.artifact->data["env"].is_object()) {
-          env = in.artifact->data["env"];
+        if (in.artifact && in.artifact->data().is_object() && in.artifact->data().contains("env") &&
+            in.artifact->data()["env"].is_object()) {
+          env = in.artifact->data()["env"];
           break;
         }
     std::string device = device_name(env);

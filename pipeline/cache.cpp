@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -72,8 +73,6 @@ std::string now_iso8601() {
   return buffer;
 }
 
-// Reads a whole file with plain POSIX calls: lookups sit on the path of a fully cached re-run, where
-// every syscall saved per node counts. Returns false (errno set) if it cannot be opened or read.
 // Feeds every byte of `fd` to `sink`, retrying interrupted reads, and closes it. False (errno kept) on
 // a read error.
 template <typename Sink>
@@ -95,9 +94,17 @@ bool drain_and_close(int fd, Sink&& sink) {
   return true;
 }
 
-bool try_read_file(const fs::path& file, std::string& out) {
+// Reads a whole file with plain POSIX calls (a cache miss reads every entry's record), `facts` getting
+// its fstat(). Returns false (errno set) if it cannot be opened or read.
+bool try_read_file(const fs::path& file, std::string& out, struct stat* facts = nullptr) {
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
+  if (facts && ::fstat(fd, facts) != 0) {
+    const int error = errno;
+    ::close(fd);
+    errno = error;
+    return false;
+  }
   out.clear();
   return drain_and_close(fd, [&](std::string_view chunk) { out.append(chunk); });
 }
@@ -255,9 +262,23 @@ void discard_entry(const fs::path& dir) {
   if (!ec) fs::remove_all(aside, ec);  // if this fails, gc removes it later (its name is temporary)
 }
 
-// Parses and checks an entry; returns the reason it is unusable, or nullopt with `out` filled.
-std::optional<std::string> read_entry(const std::string& key, const fs::path& dir, const std::string& text,
-                                      Artifact& out) {
+// An entry's record (artifact.json), parsed; its digest checked against its data, verdict and the
+// file digests it lists. Nothing on disk is looked at beyond the record itself.
+struct Record {
+  struct File {
+    std::string name;
+    std::string digest;
+    std::uintmax_t bytes = 0;
+    std::optional<std::int64_t> stamp_ns;  // absent in records written before files were stamped
+  };
+  json data;
+  Verdict verdict = Verdict::ok;
+  std::string digest;
+  std::vector<File> files;  // sorted by name
+};
+
+// Returns the reason the record is unusable, or nullopt with `out` filled.
+std::optional<std::string> parse_record(const std::string& key, const std::string& text, Record& out) {
   json doc;
   try {
     doc = json::parse(text);
@@ -269,39 +290,66 @@ std::optional<std::string> read_entry(const std::string& key, const fs::path& di
     if (doc.value("key", std::string()) != key) return "it records another key";
     if (!doc.contains("data")) return "it has no data";
     if (!doc.contains("digest") || !doc["digest"].is_string()) return "it has no digest";
-    out.data = doc["data"];
+    out.data = std::move(doc["data"]);
     out.verdict = verdict_from_string(doc.value("verdict", std::string("ok")));
-    out.dir = dir;
+    out.digest = doc["digest"].get<std::string>();
     out.files.clear();
     std::map<std::string, std::string> file_digests;
     for (const auto& file : doc.value("files", json::array())) {
-      const auto name = file.at("name").get<std::string>();
-      const auto digest = file.at("digest").get<std::string>();
-      const auto bytes = file.at("bytes").get<std::uintmax_t>();
-      if (!is_safe_relative_name(name)) return "file name '" + name + "' leaves the entry";
-      const fs::path path = dir / name;
-      struct stat st {};
-      if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "file " + name + " is missing";
-      if (static_cast<std::uintmax_t>(st.st_size) != bytes) {
-        return "file " + name + " has " + std::to_string(st.st_size) + " bytes, expected " + std::to_string(bytes);
-      }
-      // Untouched since store() (same stamp): its recorded digest stands. Otherwise hash it: an edit
-      // that kept the size is still caught.
-      const bool untouched = file.contains("stamp_ns") && file["stamp_ns"].get<std::int64_t>() == mtime_ns(st);
-      if (!untouched) {
-        const auto facts = examine_file(path, bytes);
-        if (!facts || !facts->regular) return "file " + name + " is missing";
-        if (facts->digest != digest) return "file " + name + " has changed content";
-      }
-      file_digests[name] = digest;
-      out.files.push_back(name);
+      Record::File f;
+      f.name = file.at("name").get<std::string>();
+      f.digest = file.at("digest").get<std::string>();
+      f.bytes = file.at("bytes").get<std::uintmax_t>();
+      if (file.contains("stamp_ns")) f.stamp_ns = file["stamp_ns"].get<std::int64_t>();
+      if (!is_safe_relative_name(f.name)) return "file name '" + f.name + "' leaves the entry";
+      file_digests[f.name] = f.digest;
+      out.files.push_back(std::move(f));
     }
-    std::sort(out.files.begin(), out.files.end());
-    out.digest = doc["digest"].get<std::string>();
+    std::sort(out.files.begin(), out.files.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
     if (artifact_digest(out.data, out.verdict, file_digests) != out.digest) return "its data does not match its digest";
   } catch (const std::exception& e) {
     return std::string(kArtifactFile) + " is malformed: " + e.what();
   }
+  return std::nullopt;
+}
+
+// Checks a whole entry: its record, and each file it lists against the disk. Returns the reason it is
+// unusable, or nullopt with `out` filled and `receipt` describing the entry as it was seen.
+std::optional<std::string> read_entry(const std::string& key, const fs::path& dir, const std::string& text,
+                                      const struct stat& record_facts, Artifact& out, CacheReceipt& receipt) {
+  Record record;
+  if (auto why = parse_record(key, text, record)) return why;
+  receipt = CacheReceipt{};
+  receipt.key = key;
+  receipt.digest = record.digest;
+  receipt.verdict = record.verdict;
+  receipt.record_device = static_cast<std::uint64_t>(record_facts.st_dev);
+  receipt.record_inode = static_cast<std::uint64_t>(record_facts.st_ino);
+  receipt.record_bytes = static_cast<std::uintmax_t>(record_facts.st_size);
+  receipt.record_mtime_ns = mtime_ns(record_facts);
+  out.files.clear();
+  for (const auto& file : record.files) {
+    const fs::path path = dir / file.name;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "file " + file.name + " is missing";
+    if (static_cast<std::uintmax_t>(st.st_size) != file.bytes) {
+      return "file " + file.name + " has " + std::to_string(st.st_size) + " bytes, expected " +
+             std::to_string(file.bytes);
+    }
+    // Untouched since store() (same stamp): its recorded digest stands. Otherwise hash it: an edit
+    // that kept the size is still caught.
+    if (file.stamp_ns != mtime_ns(st)) {
+      const auto facts = examine_file(path, file.bytes);
+      if (!facts || !facts->regular) return "file " + file.name + " is missing";
+      if (facts->digest != file.digest) return "file " + file.name + " has changed content";
+    }
+    receipt.files.push_back({file.name, file.bytes, mtime_ns(st)});
+    out.files.push_back(file.name);
+  }
+  out.verdict = record.verdict;
+  out.dir = dir;
+  out.digest = record.digest;
+  out.set_data(std::move(record.data));
   return std::nullopt;
 }
 
@@ -429,11 +477,44 @@ KeyInputs KeyInputs::from_json(const json& j) {
   return k;
 }
 
+namespace {
+
+void append_json_string(std::string& out, const std::string& text) { out += canonical_dump(json(text)); }
+
+void append_string_map(std::string& out, const std::map<std::string, std::string>& map) {
+  out += '{';
+  bool first = true;
+  for (const auto& [name, value] : map) {
+    if (!first) out += ',';
+    first = false;
+    append_json_string(out, name);
+    out += ':';
+    append_json_string(out, value);
+  }
+  out += '}';
+}
+
+}  // namespace
+
 std::string cache_key(const KeyInputs& inputs) {
+  // Exactly canonical_dump(inputs.to_json()) -- keys sorted, compact -- written without first copying
+  // the params into a new JSON tree: every node of every run computes its key. (A unit test holds the
+  // two forms equal, so keys stay what older versions stored.)
+  std::string text = "{\"environment\":";
+  text += canonical_dump(inputs.environment);
+  text += ",\"files\":";
+  append_string_map(text, inputs.file_digests);
+  text += ",\"inputs\":";
+  append_string_map(text, inputs.input_digests);
+  text += ",\"params\":";
+  text += canonical_dump(inputs.params);
+  text += ",\"type\":";
+  append_json_string(text, inputs.type);
+  text += ",\"version\":" + std::to_string(inputs.type_version) + "}";
   // The schema tag lets a future change of the key's composition invalidate old keys on purpose.
   Hasher hasher;
   hasher.add_field("aispflow cache key", "1");
-  hasher.add_field("inputs", canonical_dump(inputs.to_json()));
+  hasher.add_field("inputs", text);
   return hasher.hex();
 }
 
@@ -519,35 +600,194 @@ void atomic_write_file(const fs::path& path, std::string_view content) { replace
 
 namespace {
 
-fs::path entry_dir(const fs::path& root, const std::string& key) { return root / "objects" / key.substr(0, 2) / key; }
-
-fs::path index_file(const fs::path& root, const std::string& workflow) {
-  return root / "index" / (filesystem_name(workflow) + ".json");
-}
-
-// {node: key} from an index file; empty when missing or unreadable (an unreadable index only loses
-// "why" explanations). Only keys: the inputs behind a key are in its entry, so the file stays small
-// enough to read whole at the start of every run.
-std::map<std::string, std::string> read_index_nodes(const fs::path& file) {
-  std::map<std::string, std::string> nodes;
-  std::string text;
-  if (!try_read_file(file, text)) return nodes;
-  try {
-    const json doc = json::parse(text);
-    for (const auto& [node, key] : doc.at("nodes").items())
-      if (key.is_string()) nodes.emplace(node, key.get<std::string>());
-  } catch (const std::exception&) {
-    nodes.clear();
-  }
-  return nodes;
-}
-
 bool is_valid_key(const std::string& key) {
   return key.size() >= 3 && std::all_of(key.begin(), key.end(), [](unsigned char c) { return std::isalnum(c); });
 }
 
+fs::path entry_dir(const fs::path& root, const std::string& key) { return root / "objects" / key.substr(0, 2) / key; }
+
+// The index of a workflow: <root>/index/<workflow>.index, in the line format below. Caches written
+// before that format hold <workflow>.json ({"workflow", "nodes": {node: key}}); it is still read, and
+// replaced by the new file at the next write.
+fs::path index_file(const fs::path& root, const std::string& workflow) {
+  return root / "index" / (filesystem_name(workflow) + ".index");
+}
+fs::path legacy_index_file(const fs::path& root, const std::string& workflow) {
+  return root / "index" / (filesystem_name(workflow) + ".json");
+}
+
+// What an index file holds for one node: the key its last run used and, when known, how that entry
+// looked (so the next run can take the hit with stat() alone).
+struct IndexEntry {
+  std::string key;
+  std::shared_ptr<const CacheReceipt> receipt;
+};
+
+struct IndexFile {
+  std::string workflow;
+  std::map<std::string, IndexEntry> nodes;
+};
+
+// The index is read at the start of every run, so it is plain text that parses without building a
+// JSON tree (a JSON index of a thousand nodes with receipts took longer to parse than the rest of a
+// cached run). One line per node, tab-separated, names percent-encoded ('%' and control characters):
+//
+//   aispflow-index 2
+//   workflow <name>
+//   node <name> <key> [<digest> <verdict> <record device> <record inode> <record bytes> <record mtime_ns>
+//                      <file count> (<file name> <bytes> <mtime_ns>)...]
+constexpr std::string_view kIndexMagic = "aispflow-index 2";
+
+void append_index_field(std::string& out, std::string_view text) {
+  out += '\t';
+  for (unsigned char c : text) {
+    if (c == '%' || c < 0x20) {
+      char escaped[4];
+      std::snprintf(escaped, sizeof escaped, "%%%02X", c);
+      out += escaped;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+}
+
+std::optional<std::string> decode_index_field(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    unsigned value = 0;
+    if (i + 3 > text.size()) return std::nullopt;
+    const auto [end, error] = std::from_chars(text.data() + i + 1, text.data() + i + 3, value, 16);
+    if (error != std::errc() || end != text.data() + i + 3) return std::nullopt;
+    out += static_cast<char>(value);
+    i += 2;
+  }
+  return out;
+}
+
+std::string index_text(const std::string& workflow, const std::map<std::string, IndexEntry>& nodes) {
+  std::string out(kIndexMagic);
+  out += "\nworkflow";
+  append_index_field(out, workflow);
+  out += '\n';
+  for (const auto& [node, entry] : nodes) {
+    out += "node";
+    append_index_field(out, node);
+    append_index_field(out, entry.key);
+    if (const auto& r = entry.receipt) {
+      append_index_field(out, r->digest);
+      append_index_field(out, to_string(r->verdict));
+      for (const auto& number : {std::to_string(r->record_device), std::to_string(r->record_inode),
+                                 std::to_string(r->record_bytes), std::to_string(r->record_mtime_ns),
+                                 std::to_string(r->files.size())})
+        append_index_field(out, number);
+      for (const auto& f : r->files) {
+        append_index_field(out, f.name);
+        append_index_field(out, std::to_string(f.bytes));
+        append_index_field(out, std::to_string(f.mtime_ns));
+      }
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+template <typename Number>
+bool parse_number(std::string_view text, Number& out) {
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return error == std::errc() && end == text.data() + text.size();
+}
+
+// A "node" line's fields after the tag: false if it names no node and key. A malformed receipt
+// leaves the key standing (it only costs the fast path).
+bool parse_node_line(const std::vector<std::string_view>& fields, std::string& node, IndexEntry& entry) {
+  if (fields.size() < 2) return false;
+  auto name = decode_index_field(fields[0]);
+  if (!name) return false;
+  node = std::move(*name);
+  entry.key = std::string(fields[1]);
+  std::size_t file_count = 0;
+  auto r = std::make_shared<CacheReceipt>();
+  constexpr std::size_t kFirstFile = 9;
+  if (fields.size() < kFirstFile || !parse_number(fields[4], r->record_device) ||
+      !parse_number(fields[5], r->record_inode) || !parse_number(fields[6], r->record_bytes) ||
+      !parse_number(fields[7], r->record_mtime_ns) || !parse_number(fields[8], file_count) ||
+      fields.size() != kFirstFile + 3 * file_count)
+    return true;
+  if (!is_valid_key(entry.key)) return true;
+  r->key = entry.key;
+  r->digest = std::string(fields[2]);
+  r->verdict = verdict_from_string(std::string(fields[3]));
+  for (std::size_t i = 0; i < file_count; ++i) {
+    CacheReceipt::File f;
+    const std::size_t at = kFirstFile + 3 * i;
+    auto file_name = decode_index_field(fields[at]);
+    if (!file_name || !is_safe_relative_name(*file_name) || !parse_number(fields[at + 1], f.bytes) ||
+        !parse_number(fields[at + 2], f.mtime_ns))
+      return true;
+    f.name = std::move(*file_name);
+    r->files.push_back(std::move(f));
+  }
+  entry.receipt = std::move(r);
+  return true;
+}
+
+// The index file's content; empty when missing or unreadable (an unreadable index only loses "why"
+// explanations and fast hits). Reads the line format and the older JSON one.
+IndexFile read_index_file(const fs::path& file) {
+  IndexFile index;
+  std::string text;
+  if (!try_read_file(file, text)) return index;
+  if (!text.empty() && text.front() == '{') {
+    try {
+      const json doc = json::parse(text);
+      index.workflow = doc.value("workflow", std::string());
+      for (const auto& [node, key] : doc.at("nodes").items())
+        if (key.is_string()) index.nodes[node].key = key.get<std::string>();
+    } catch (const std::exception&) {
+      index.nodes.clear();
+    }
+    return index;
+  }
+  std::string_view rest(text);
+  if (rest.substr(0, kIndexMagic.size()) != kIndexMagic) return index;
+  std::vector<std::string_view> fields;
+  while (!rest.empty()) {
+    const std::size_t end = std::min(rest.find('\n'), rest.size());
+    std::string_view line = rest.substr(0, end);
+    rest.remove_prefix(std::min(end + 1, rest.size()));
+    fields.clear();
+    for (std::size_t tab; (tab = line.find('\t')) != std::string_view::npos; line.remove_prefix(tab + 1))
+      fields.push_back(line.substr(0, tab));
+    fields.push_back(line);
+    if (fields.size() < 2) continue;
+    const std::string_view tag = fields.front();
+    fields.erase(fields.begin());
+    if (tag == "workflow") {
+      if (auto name = decode_index_field(fields[0])) index.workflow = std::move(*name);
+    } else if (tag == "node") {
+      std::string node;
+      IndexEntry entry;
+      if (parse_node_line(fields, node, entry)) index.nodes[std::move(node)] = std::move(entry);
+    }
+  }
+  return index;
+}
+
 void check_key(const std::string& key) {
   if (!is_valid_key(key)) throw std::invalid_argument("invalid cache key '" + key + "'");
+}
+
+// A workflow's index, from its file (or the older JSON one, for caches written before the line format).
+std::map<std::string, IndexEntry> read_workflow_index(const fs::path& root, const std::string& workflow) {
+  const fs::path file = index_file(root, workflow);
+  std::error_code ec;
+  if (fs::exists(file, ec) || !fs::exists(legacy_index_file(root, workflow), ec)) return read_index_file(file).nodes;
+  return read_index_file(legacy_index_file(root, workflow)).nodes;
 }
 
 // Every key an index file points at, with its "workflow/node" label.
@@ -556,13 +796,12 @@ std::vector<std::pair<std::string, std::string>> read_index(const fs::path& root
   std::error_code ec;
   for (fs::directory_iterator it(root / "index", ec), end; !ec && it != end; it.increment(ec)) {
     std::error_code type_ec;
-    if (!it->is_regular_file(type_ec) || is_temporary(it->path()) || it->path().extension() != ".json") continue;
-    std::string workflow = it->path().stem().string();
-    try {
-      workflow = json::parse(read_whole_file(it->path())).value("workflow", workflow);
-    } catch (const std::exception&) {
-    }
-    for (const auto& [node, key] : read_index_nodes(it->path())) out.emplace_back(key, workflow + "/" + node);
+    const auto extension = it->path().extension();
+    if (!it->is_regular_file(type_ec) || is_temporary(it->path()) || (extension != ".index" && extension != ".json"))
+      continue;
+    IndexFile index = read_index_file(it->path());
+    const std::string workflow = index.workflow.empty() ? it->path().stem().string() : index.workflow;
+    for (const auto& [node, entry] : index.nodes) out.emplace_back(entry.key, workflow + "/" + node);
   }
   return out;
 }
@@ -571,6 +810,18 @@ std::vector<std::pair<std::string, std::string>> read_index(const fs::path& root
 
 Cache::Cache(fs::path root) : root_(std::move(root)) {}
 
+int Cache::objects_dir_fd() const {
+  int fd = objects_fd_.load(std::memory_order_acquire);
+  if (fd >= 0) return fd;
+  std::lock_guard guard(objects_fd_mutex_);
+  fd = objects_fd_.load(std::memory_order_relaxed);
+  if (fd < 0) {
+    fd = ::open((root_ / "objects").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) objects_fd_.store(fd, std::memory_order_release);
+  }
+  return fd;
+}
+
 std::optional<Artifact> Cache::lookup(const std::string& key,
                                       const std::function<void(const std::string&)>& warn) const {
   if (key.size() < 3 || !std::all_of(key.begin(), key.end(), [](unsigned char c) { return std::isalnum(c); })) {
@@ -578,21 +829,67 @@ std::optional<Artifact> Cache::lookup(const std::string& key,
   }
   const fs::path dir = entry_dir(root_, key);
   std::string text;
+  struct stat record_facts {};
   std::optional<std::string> why;
   Artifact artifact;
-  if (!try_read_file(dir / kArtifactFile, text)) {
+  auto receipt = std::make_shared<CacheReceipt>();
+  if (!try_read_file(dir / kArtifactFile, text, &record_facts)) {
     const int error = errno;
     std::error_code ec;
     if (!fs::exists(dir, ec)) return std::nullopt;  // a plain miss
     why = std::string(kArtifactFile) + " is unreadable: " + std::strerror(error);
   } else {
-    why = read_entry(key, dir, text, artifact);
+    why = read_entry(key, dir, text, record_facts, artifact, *receipt);
   }
   if (why) {
     if (warn) warn("cache entry " + key + " is corrupt (" + *why + "); it will be rebuilt");
     discard_entry(dir);
     return std::nullopt;
   }
+  artifact.receipt = std::move(receipt);
+  return artifact;
+}
+
+std::optional<Artifact> Cache::recognise(const std::shared_ptr<const CacheReceipt>& receipt) const {
+  // stat()s relative to the open objects/ directory: a cached run of a thousand nodes makes a few
+  // thousand of them, and each full path would be walked from the root again.
+  const int objects = objects_dir_fd();
+  if (objects < 0) return std::nullopt;
+  const std::string& key = receipt->key;
+  std::string relative = key.substr(0, 2) + '/' + key + '/';
+  const std::size_t entry_prefix = relative.size();
+  relative += kArtifactFile;
+  struct stat st {};
+  if (::fstatat(objects, relative.c_str(), &st, 0) != 0 || static_cast<std::uint64_t>(st.st_dev) != receipt->record_device ||
+      static_cast<std::uint64_t>(st.st_ino) != receipt->record_inode ||
+      static_cast<std::uintmax_t>(st.st_size) != receipt->record_bytes || mtime_ns(st) != receipt->record_mtime_ns)
+    return std::nullopt;
+  const fs::path dir = entry_dir(root_, key);
+  Artifact artifact;
+  for (const auto& file : receipt->files) {
+    relative.replace(entry_prefix, std::string::npos, file.name);
+    if (::fstatat(objects, relative.c_str(), &st, 0) != 0 || !S_ISREG(st.st_mode) ||
+        static_cast<std::uintmax_t>(st.st_size) != file.bytes || mtime_ns(st) != file.mtime_ns)
+      return std::nullopt;
+    artifact.files.push_back(file.name);
+  }
+  artifact.verdict = receipt->verdict;
+  artifact.dir = dir;
+  artifact.digest = receipt->digest;
+  artifact.receipt = receipt;
+  // The record is read only if someone reads data(); it must still be the one the receipt describes.
+  artifact.set_data_loader([dir, key = receipt->key, digest = receipt->digest] {
+    std::string text;
+    Record record;
+    if (!try_read_file(dir / kArtifactFile, text)) throw errno_error("cannot read cache entry", dir / kArtifactFile);
+    if (auto why = parse_record(key, text, record)) {
+      discard_entry(dir);  // as lookup() would: the next run rebuilds it
+      throw std::runtime_error("cache entry " + key + " is corrupt (" + *why + "); it was removed, run again to rebuild it");
+    }
+    if (record.digest != digest)
+      throw std::runtime_error("cache entry " + key + " was replaced while this run used it; run again");
+    return std::move(record.data);
+  });
   return artifact;
 }
 
@@ -680,11 +977,24 @@ Artifact Cache::store(const std::string& key, const KeyInputs& inputs, const jso
       }
       if (!ec) {
         Artifact artifact;
-        artifact.data = stored_data;
+        artifact.set_data(stored_data);
         artifact.verdict = verdict;
         artifact.dir = final_dir;
         for (const auto& f : files) artifact.files.push_back(f.name);
         artifact.digest = digest;
+        struct stat record_facts {};
+        if (::stat((final_dir / kArtifactFile).c_str(), &record_facts) == 0) {
+          auto receipt = std::make_shared<CacheReceipt>();
+          receipt->key = key;
+          receipt->digest = digest;
+          receipt->verdict = verdict;
+          receipt->record_device = static_cast<std::uint64_t>(record_facts.st_dev);
+          receipt->record_inode = static_cast<std::uint64_t>(record_facts.st_ino);
+          receipt->record_bytes = static_cast<std::uintmax_t>(record_facts.st_size);
+          receipt->record_mtime_ns = mtime_ns(record_facts);
+          for (const auto& f : files) receipt->files.push_back({f.name, f.bytes, f.stamp_ns});
+          artifact.receipt = std::move(receipt);
+        }
         return artifact;
       }
       // Someone published this key first. Theirs is as good as ours if it is intact (same key, same
@@ -704,8 +1014,7 @@ Artifact Cache::store(const std::string& key, const KeyInputs& inputs, const jso
 
 struct Cache::WorkflowIndex {
   std::string workflow;
-  fs::path file;
-  std::map<std::string, std::string> nodes;   // node -> key: the file as read, plus this process's updates
+  std::map<std::string, IndexEntry> nodes;    // the file as read, plus this process's updates
   std::set<std::string> dirty;         // nodes updated here and not yet written
   std::chrono::steady_clock::time_point last_flush;
 };
@@ -716,6 +1025,7 @@ Cache::~Cache() {
   } catch (const std::exception&) {
     // Losing index updates costs at most "why" explanations; a destructor must not throw.
   }
+  if (const int fd = objects_fd_.load(); fd >= 0) ::close(fd);
 }
 
 Cache::WorkflowIndex& Cache::index_of(const std::string& workflow) const {
@@ -723,36 +1033,55 @@ Cache::WorkflowIndex& Cache::index_of(const std::string& workflow) const {
   if (!slot) {
     slot = std::make_unique<WorkflowIndex>();
     slot->workflow = workflow;
-    slot->file = index_file(root_, workflow);
-    slot->nodes = read_index_nodes(slot->file);
+    slot->nodes = read_workflow_index(root_, workflow);
     slot->last_flush = std::chrono::steady_clock::now();
   }
   return *slot;
+}
+
+std::optional<Artifact> Cache::lookup_for(const std::string& workflow, const std::string& node, const std::string& key,
+                                          const std::function<void(const std::string&)>& warn) const {
+  std::shared_ptr<const CacheReceipt> receipt;
+  {
+    std::lock_guard guard(index_mutex_);
+    const WorkflowIndex& index = index_of(workflow);
+    if (auto it = index.nodes.find(node); it != index.nodes.end() && it->second.key == key) receipt = it->second.receipt;
+  }
+  if (receipt) {
+    if (auto hit = recognise(receipt)) return hit;
+  }
+  return lookup(key, warn);
 }
 
 void Cache::flush_locked(WorkflowIndex& index) const {
   if (index.dirty.empty()) return;
   CacheLock lock(root_);  // so gc never decides on a half-updated set of references
   // Merge: other processes may have recorded other nodes of this workflow since we read the file.
-  std::map<std::string, std::string> merged = read_index_nodes(index.file);
+  std::map<std::string, IndexEntry> merged = read_workflow_index(root_, index.workflow);
   for (const auto& node : index.dirty) merged[node] = index.nodes[node];
-  json doc{{"workflow", index.workflow}, {"nodes", json::object()}};
-  for (const auto& [node, entry] : merged) doc["nodes"][node] = entry;
   // Atomic but not fsync()ed: an index only explains re-runs and roots gc; losing it in a power cut
   // costs at most a rebuild.
-  replace_file(index.file, canonical_dump(doc, 1), false);
+  replace_file(index_file(root_, index.workflow), index_text(index.workflow, merged), false);
+  std::error_code ec;
+  fs::remove(legacy_index_file(root_, index.workflow), ec);  // now merged into the new file
   index.nodes = std::move(merged);
   index.dirty.clear();
   index.last_flush = std::chrono::steady_clock::now();
 }
 
-void Cache::record_last(const std::string& workflow, const std::string& node, const std::string& key) {
+void Cache::record_last(const std::string& workflow, const std::string& node, const std::string& key,
+                        const Artifact* artifact) {
+  std::shared_ptr<const CacheReceipt> receipt = artifact ? artifact->receipt : nullptr;
+  if (receipt && receipt->key != key) receipt.reset();  // not this key's entry: record the key alone
   std::lock_guard guard(index_mutex_);
   WorkflowIndex& index = index_of(workflow);
   // A fully cached re-run records what is already there, for every node: nothing to do. (Equal keys
   // mean equal inputs: the key is their digest.)
-  if (auto it = index.nodes.find(node); it != index.nodes.end() && it->second == key) return;
-  index.nodes[node] = key;
+  if (auto it = index.nodes.find(node); it != index.nodes.end() && it->second.key == key) {
+    const auto& known = it->second.receipt;
+    if (!receipt || receipt == known || (known && *receipt == *known)) return;
+  }
+  index.nodes[node] = IndexEntry{key, std::move(receipt)};
   index.dirty.insert(node);
   if (std::chrono::steady_clock::now() - index.last_flush > std::chrono::seconds(1)) flush_locked(index);
 }
@@ -764,7 +1093,7 @@ std::optional<Cache::LastRun> Cache::last(const std::string& workflow, const std
     const WorkflowIndex& index = index_of(workflow);
     auto it = index.nodes.find(node);
     if (it == index.nodes.end()) return std::nullopt;  // never ran
-    key = it->second;
+    key = it->second.key;
   }
   // The inputs behind the key, from its entry. An entry that is gone (cleared) or unreadable leaves the
   // key alone: the caller can still tell "changed" from "never ran".
@@ -899,6 +1228,10 @@ void Cache::clear() {
   {
     std::lock_guard guard(index_mutex_);
     indexes_.clear();  // pending updates point at entries about to go
+  }
+  {
+    std::lock_guard guard(objects_fd_mutex_);  // objects/ is about to go: open the new one when needed
+    if (const int fd = objects_fd_.exchange(-1); fd >= 0) ::close(fd);
   }
   std::error_code ec;
   if (!fs::is_directory(root_, ec)) return;

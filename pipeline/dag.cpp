@@ -128,10 +128,12 @@ std::string dot_quote(const std::string& s) {
 
 }  // namespace
 
-Dag::Dag(const Workflow& workflow) {
+Dag::Dag(const Workflow& workflow) : Dag(Workflow(workflow)) {}
+
+Dag::Dag(Workflow&& workflow) {
   auto impl = std::make_shared<Impl>();
   impl->workflow_name = workflow.name;
-  impl->nodes = workflow.nodes;
+  impl->nodes = std::move(workflow.nodes);
   const auto& nodes = impl->nodes;
   impl->graph = Graph(nodes.size());
 

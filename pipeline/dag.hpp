@@ -19,6 +19,8 @@ class Dag {
   // Throws InputError on a cycle, printed as the path "a -> b -> a" with the file:line of each node,
   // or on an input/ref naming an unknown node (with the nearest name as a hint).
   explicit Dag(const Workflow& workflow);
+  // Takes the nodes instead of copying them (a thousand-node workflow's params are worth not copying).
+  explicit Dag(Workflow&& workflow);
 
   std::size_t size() const;
   const NodeDecl& node(std::size_t i) const;

@@ -27,6 +27,7 @@ struct SourceLoc {
     if (line > 0 && column > 0) s += ":" + std::to_string(column);
     return s;
   }
+  bool operator==(const SourceLoc&) const = default;
 };
 
 class InputError : public std::runtime_error {

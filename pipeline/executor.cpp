@@ -105,17 +105,24 @@ void link_or_copy(const fs::path& from, const fs::path& to) {
   if (ec) fs::copy_file(from, to, fs::copy_options::overwrite_existing);  // e.g. another filesystem
 }
 
-bool same_file(const fs::path& a, const fs::path& b) {
-  struct stat sa {}, sb {};
-  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_ino == sb.st_ino &&
-         sa.st_dev == sb.st_dev;
+// Whether `dest` already holds this very artifact: its artifact.json is a hard link to the entry's.
+// From the receipt when the artifact came from the cache (one stat(): a cached run exports every node).
+bool already_exported(const Artifact& artifact, const fs::path& dest) {
+  struct stat there {};
+  if (::stat((dest / "artifact.json").c_str(), &there) != 0) return false;
+  if (const auto& r = artifact.receipt)
+    return static_cast<std::uint64_t>(there.st_ino) == r->record_inode &&
+           static_cast<std::uint64_t>(there.st_dev) == r->record_device;
+  struct stat source {};
+  return ::stat((artifact.dir / "artifact.json").c_str(), &source) == 0 && source.st_ino == there.st_ino &&
+         source.st_dev == there.st_dev;
 }
 
 }  // namespace
 
 void export_artifact(const Artifact& artifact, const fs::path& dest) {
+  if (already_exported(artifact, dest)) return;
   const fs::path source_doc = artifact.dir / "artifact.json";
-  if (same_file(source_doc, dest / "artifact.json")) return;  // already this very artifact
   std::error_code ec;
   fs::remove_all(dest, ec);
   fs::create_directories(dest);
@@ -145,7 +152,7 @@ bool requirements_empty(const Requirements& r) {
 // Every file a node's path / path_list params name, as written in the params.
 std::vector<std::string> declared_files(const NodeType& type, const json& params) {
   std::vector<std::string> files;
-  for (const auto& spec : type.params()) {
+  for (const auto& spec : type.param_specs()) {
     if (spec.kind != ParamKind::path && spec.kind != ParamKind::path_list) continue;
     auto it = params.find(spec.name);
     if (it == params.end() || it->is_null()) continue;
@@ -290,7 +297,7 @@ struct Executor::Run {
     for (auto p : needed) {
       const std::string& name = ex.dag_.node(p).name;
       if (auto last = ex.cache_->last(workflow_name, name)) {
-        if (auto art = ex.cache_->lookup(last->key, [&](const std::string& w) { warn(w); })) {
+        if (auto art = ex.cache_->lookup_for(workflow_name, name, last->key, [&](const std::string& w) { warn(w); })) {
           state[p].outcome = Outcome::available;
           state[p].artifact = std::move(art);
         }
@@ -419,7 +426,7 @@ struct Executor::Run {
       d.reason = "forced";
       return d;
     }
-    if (auto hit = ex.cache_->lookup(d.key, [&](const std::string& w) { warn(w); })) {
+    if (auto hit = ex.cache_->lookup_for(workflow_name, decl.name, d.key, [&](const std::string& w) { warn(w); })) {
       d.action = PlannedNode::Action::cached;
       d.reason = "cached (same inputs)";
       d.hit = std::move(hit);
@@ -504,7 +511,7 @@ struct Executor::Run {
           r.verdict = d.hit->verdict;
           // Keep the index pointing at the entry this run used: gc must not take it, and the next
           // "why" compares against what was used last (record_last writes only when it changed).
-          if (!opt.in_memory && !opt.no_cache) ex.cache_->record_last(workflow_name, decl.name, d.key);
+          if (!opt.in_memory && !opt.no_cache) ex.cache_->record_last(workflow_name, decl.name, d.key, &*d.hit);
           state[i].artifact = std::move(d.hit);
           break;
         case PlannedNode::Action::run: return Pending{std::move(d), std::move(r)};
@@ -591,9 +598,9 @@ struct Executor::Run {
   Artifact store(const NodeDecl& decl, const Decision& d, const NodeOutput& output, const fs::path& out_dir) {
     Artifact art;
     if (opt.in_memory) {
-      art.data = output.data;
+      art.set_data(output.data);
       art.verdict = output.verdict;
-      art.digest = artifact_digest(art.data, art.verdict, {});
+      art.digest = artifact_digest(art.data(), art.verdict, {});
       return art;
     }
     if (opt.no_cache) {
@@ -601,18 +608,18 @@ struct Executor::Run {
       std::map<std::string, std::string> file_digests;
       art.files = list_files(out_dir);
       for (const auto& f : art.files) file_digests[f] = digest_file(out_dir / f);
-      art.data = output.data;
+      art.set_data(output.data);
       art.verdict = output.verdict;
       art.dir = out_dir;
-      art.digest = artifact_digest(art.data, art.verdict, file_digests);
-      json doc = {{"type", decl.type}, {"data", art.data}, {"verdict", to_string(art.verdict)},
+      art.digest = artifact_digest(art.data(), art.verdict, file_digests);
+      json doc = {{"type", decl.type}, {"data", art.data()}, {"verdict", to_string(art.verdict)},
                   {"files", art.files}, {"digest", art.digest}, {"cached", false}};
       std::ofstream(out_dir / "artifact.json") << doc.dump(2) << "\n";
       return art;
     }
     // A forced node replaces its entry: the user asked for fresh results, and --out must show them.
     art = ex.cache_->store(d.key, d.key_inputs, output.data, output.verdict, out_dir, d.forced);
-    ex.cache_->record_last(workflow_name, decl.name, d.key);
+    ex.cache_->record_last(workflow_name, decl.name, d.key, &art);
     give_back_scratch(out_dir);
     return art;
   }

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <filesystem>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,11 @@ class NodeType {
   virtual std::string name() const = 0;
   virtual std::string doc() const = 0;                 // one paragraph for `aispflow nodes`
   virtual std::vector<ParamSpec> params() const = 0;
+  // params(), built once: the engine consults the specs for every node of every run.
+  const std::vector<ParamSpec>& param_specs() const {
+    std::call_once(specs_once_, [this] { specs_ = params(); });
+    return specs_;
+  }
   virtual NodeTraits traits() const { return {}; }
   // May depend on params (e.g. a sweep asking for 2 GPUs). Unmet -> the node is skipped with the reason.
   virtual Requirements requirements(const json& /*params*/) const { return {}; }
@@ -87,6 +93,10 @@ class NodeType {
   virtual std::string check_params(const json& /*params*/) const { return {}; }
   // Throws NodeError (or any std::exception) to fail.
   virtual NodeOutput run(NodeContext& ctx) const = 0;
+
+ private:
+  mutable std::once_flag specs_once_;
+  mutable std::vector<ParamSpec> specs_;
 };
 
 }  // namespace aispflow

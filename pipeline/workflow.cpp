@@ -544,7 +544,7 @@ Override parse_override(const std::string& text) {
 void apply_override(Override& o, const DeclaredNode& decl, json& params, LocMap& locs) {
   const std::string& param = o.path.front();
   std::vector<std::string> names;
-  for (const auto& spec : decl.type->params()) names.push_back(spec.name);
+  for (const auto& spec : decl.type->param_specs()) names.push_back(spec.name);
   if (std::find(names.begin(), names.end(), param) == names.end())
     throw InputError(kCommandLine, decl.name, param,
                      "--set '" + o.text + "': type '" + decl.type_name + "' has no param '" + param + "'" +
@@ -918,9 +918,7 @@ json complete_params(const NodeDecl& node, const NodeType& type, const json& par
     auto it = node.param_locs.find(key);
     return it != node.param_locs.end() ? it->second : node.loc;
   };
-  const std::vector<ParamSpec> specs = type.params();
-  std::vector<std::string> names;
-  for (const auto& s : specs) names.push_back(s.name);
+  const std::vector<ParamSpec>& specs = type.param_specs();
 
   if (!params.is_object()) throw InputError(node.loc, node.name, "params", "expected a map of param -> value");
 
@@ -928,10 +926,13 @@ json complete_params(const NodeDecl& node, const NodeType& type, const json& par
   bool unresolved_refs = false;
   for (const auto& [key, value] : params.items()) {
     auto spec = std::find_if(specs.begin(), specs.end(), [&](const ParamSpec& s) { return s.name == key; });
-    if (spec == specs.end())
+    if (spec == specs.end()) {
+      std::vector<std::string> names;
+      for (const auto& s : specs) names.push_back(s.name);
       throw InputError(loc_of(key), node.name, key,
                        "unknown param for type '" + type.name() + "'" + did_you_mean(key, names) +
                            "; its params: " + (names.empty() ? std::string("(none)") : join(names)));
+    }
     if (value.is_null()) continue;  // `key: ~` means "not given": the default applies
     if (has_node_ref(value)) {
       // The value is only known once the upstream node has run; it is checked again then.
@@ -1025,7 +1026,7 @@ json substitute_refs(const NodeDecl& node, const json& params,
       json value = json::array();
       for (const Artifact* a : artifacts) {
         std::string missing;
-        const json* found = a ? find_field(a->data, r.field_path, missing) : nullptr;
+        const json* found = a ? find_field(a->data(), r.field_path, missing) : nullptr;
         if (!found)
           throw InputError(where, node.name, field,
                            text + ": the output of '" + r.node + "' has no field " +

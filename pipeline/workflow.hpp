@@ -18,6 +18,7 @@ struct InputDecl {
   std::string alias;
   std::string node;
   SourceLoc loc;
+  bool operator==(const InputDecl&) const = default;
 };
 
 // A `${node.field.sub}` reference found inside params. It creates an edge from `node`.
@@ -25,6 +26,7 @@ struct RefDecl {
   std::string node;        // declared name of the upstream node
   std::string field_path;  // "field.sub" (dot path into the upstream artifact's data)
   SourceLoc loc;
+  bool operator==(const RefDecl&) const = default;
 };
 
 struct NodeDecl {
@@ -39,12 +41,14 @@ struct NodeDecl {
   std::map<std::string, int> resources;          // e.g. {"gpu": 1}; node type requirements add to this
   bool exclusive = false;                        // from YAML `exclusive: true` or the type's traits
   json matrix = json::object();                  // this instance's matrix values, e.g. {"size": 1}
+  bool operator==(const NodeDecl&) const = default;
 };
 
 struct Workflow {
   std::string name;                  // `name:` or the file stem
   std::filesystem::path file;        // absolute path of the workflow file
   std::vector<NodeDecl> nodes;       // expanded, in file order
+  bool operator==(const Workflow&) const = default;
 };
 
 // Parses, expands and validates (types, params, names, inputs; cycles are the Dag's job).

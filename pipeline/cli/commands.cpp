@@ -58,16 +58,18 @@ std::unique_ptr<EnvironmentSource> environment_for(const std::string& backend) {
 }
 
 struct Loaded {
-  Workflow workflow;
+  Workflow workflow;         // its name and file; the nodes live in the Dag
   std::unique_ptr<Dag> dag;
 };
 
 // `cache_root`: where parsed workflows are kept (empty: parse the YAML every time).
 Loaded load(const WorkflowArgs& args, const fs::path& cache_root = {}) {
-  Loaded l{cache_root.empty() ? load_workflow(args.file, registry(), args.sets)
-                              : load_workflow_cached(args.file, registry(), args.sets, cache_root),
-           nullptr};
-  l.dag = std::make_unique<Dag>(l.workflow);
+  Workflow parsed = cache_root.empty() ? load_workflow(args.file, registry(), args.sets)
+                                       : load_workflow_cached(args.file, registry(), args.sets, cache_root);
+  Loaded l;
+  l.workflow.name = parsed.name;
+  l.workflow.file = parsed.file;
+  l.dag = std::make_unique<Dag>(std::move(parsed));
   return l;
 }
 

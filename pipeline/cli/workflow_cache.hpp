@@ -1,8 +1,9 @@
 #pragma once
 // Parsed workflows, cached. yaml-cpp needs ~80 ms for a 1,000-node workflow, longer than everything else
-// a fully cached `aispflow run` does, so `run` and `explain` keep the parsed (valid) Workflow as JSON in
-// <cache>/workflows/, keyed by the file's bytes, its path, the --set overrides, the registered node
-// types' schemas and this build. Any change to one of those parses the YAML again, with full validation.
+// a fully cached `aispflow run` does, so `run` and `explain` keep the parsed (valid) Workflow, encoded by
+// pipeline/workflow_codec.hpp, in <cache>/workflows/, keyed by the file's bytes, its path, the --set
+// overrides, the registered node types' schemas and this build. Any change to one of those parses the
+// YAML again, with full validation.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -14,9 +15,5 @@ namespace aispflow::cli {
 
 Workflow load_workflow_cached(const std::filesystem::path& file, const Registry& registry,
                               const std::vector<std::string>& overrides, const std::filesystem::path& cache_root);
-
-// The JSON form (exposed for tests: a round trip must give back an equal Workflow).
-json workflow_to_json(const Workflow& workflow);
-Workflow workflow_from_json(const json& j);
 
 }  // namespace aispflow::cli

@@ -2,6 +2,8 @@
 // with its own cache and report directory: run.json, exit codes 0/1/2/3/130, error messages, caching
 // and the reasons, --set, selection, graph, nodes, cache, validate, hw.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 
 #include <signal.h>
 #include <spawn.h>
@@ -137,6 +139,41 @@ TEST_F(CliTest, SetReRunsOnlyTheChangedNodeAndWhatDependsOnIt) {
   for (const char* cached : {"make_b", "per_size[size=1]", "per_size[size=2]", "per_size[size=4]", "gather"})
     EXPECT_EQ(node(rep, cached)["status"], "cached") << cached;
   EXPECT_EQ(read_file(dir_ / "out/nodes/join/ab.txt"), "A\nb\n");
+}
+
+TEST_F(CliTest, RefIntoACachedNodeReadsItsDataFromTheCache) {
+  ASSERT_EQ(run("refs.yaml").code, 0);
+  EXPECT_EQ(read_file(dir_ / "out/nodes/consumer/c.txt"), "got hello\n");
+  // A new process: producer is a hit taken from metadata alone; consumer re-runs and its ${ref} reads
+  // producer's data from the cache entry.
+  Result r = run("refs.yaml", "--set 'consumer.run=echo again ${producer.stdout_tail} > $AISPFLOW_OUT/c.txt'");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(node(report(), "producer")["status"], "cached");
+  EXPECT_EQ(node(report(), "consumer")["status"], "ran");
+  EXPECT_EQ(read_file(dir_ / "out/nodes/consumer/c.txt"), "again hello\n");
+
+  // A record altered behind the cache's back, keeping its size and time, is caught when its data is read:
+  // the reading node fails naming the entry, which is removed so the next run rebuilds it.
+  const fs::path record = dir_ / "out/nodes/producer/artifact.json";  // a hard link to the entry's record
+  struct stat before {};
+  ASSERT_EQ(::stat(record.c_str(), &before), 0);
+  std::string text = read_file(record);
+  ASSERT_NE(text.find("hello"), std::string::npos);
+  text.replace(text.find("hello"), 5, "jello");
+  {
+    std::fstream f(record, std::ios::in | std::ios::out | std::ios::binary);
+    f << text;
+  }
+  const struct timespec times[2] = {before.st_atim, before.st_mtim};
+  ASSERT_EQ(::utimensat(AT_FDCWD, record.c_str(), times, 0), 0);
+  r = run("refs.yaml", "--set 'consumer.run=echo third ${producer.stdout_tail} > $AISPFLOW_OUT/c.txt'");
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_EQ(node(report(), "consumer")["status"], "failed");
+  EXPECT_NE(node(report(), "consumer")["error"].get<std::string>().find("is corrupt"), std::string::npos) << report();
+  r = run("refs.yaml", "--set 'consumer.run=echo third ${producer.stdout_tail} > $AISPFLOW_OUT/c.txt'");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(node(report(), "producer")["status"], "ran");
+  EXPECT_EQ(read_file(dir_ / "out/nodes/consumer/c.txt"), "third hello\n");
 }
 
 TEST_F(CliTest, ChangedInputFileReRunsTheNodeThatDeclaresIt) {

@@ -39,7 +39,7 @@ class NodeHarness {
   // An upstream node's artifact, seen by the node under test as input `name`.
   void add_input(const std::string& name, json data) {
     Artifact& a = artifacts_.emplace_back();
-    a.data = std::move(data);
+    a.set_data(std::move(data));
     ctx.inputs.push_back(NodeInput{name, name, &a});
   }
 

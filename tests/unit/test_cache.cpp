@@ -2,6 +2,8 @@
 #include "pipeline/cache.hpp"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +14,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "pipeline/hash.hpp"
@@ -128,6 +131,29 @@ TEST(CacheKey, ChangesForEveryField) {
   EXPECT_EQ(keys.size(), variants.size() + 1) << "some field change did not change the key";
 }
 
+// The key is documented (docs/cache.md) as the digest of the canonical JSON of KeyInputs; cache_key()
+// writes that text by hand for speed. Any drift would silently invalidate every stored entry.
+TEST(CacheKey, IsTheDigestOfTheCanonicalJsonOfKeyInputs) {
+  KeyInputs k = sample_inputs();
+  k.type = "t\"y\\pe";
+  k.input_digests["node \"q\" \u00e9[x=1]"] = "0123";
+  k.file_digests["dir/\tf\x01.csv"] = "4567";
+  k.params["bad utf8"] = std::string("\xff\xfe");
+  for (const json& environment : {json(nullptr), k.environment}) {
+    k.environment = environment;
+    Hasher expected;
+    expected.add_field("aispflow cache key", "1");
+    expected.add_field("inputs", k.to_json().dump(-1, ' ', false, json::error_handler_t::replace));
+    EXPECT_EQ(cache_key(k), expected.hex());
+  }
+  k.input_digests.clear();
+  k.file_digests.clear();
+  Hasher expected;
+  expected.add_field("aispflow cache key", "1");
+  expected.add_field("inputs", k.to_json().dump(-1, ' ', false, json::error_handler_t::replace));
+  EXPECT_EQ(cache_key(k), expected.hex());
+}
+
 TEST(CacheKey, KeyInputsRoundTripThroughJson) {
   const KeyInputs k = sample_inputs();
   EXPECT_EQ(KeyInputs::from_json(json::parse(k.to_json().dump())), k);
@@ -148,7 +174,7 @@ TEST_F(CacheTest, StoreThenLookupRoundTripsDataFilesAndSubdirectories) {
   const auto found = cache_->lookup(key, warn_);
   ASSERT_TRUE(found.has_value());
   EXPECT_TRUE(warnings_.empty());
-  EXPECT_EQ(found->data, data);
+  EXPECT_EQ(found->data(), data);
   EXPECT_EQ(found->verdict, Verdict::expectations_not_met);
   EXPECT_EQ(found->files, stored.files);
   EXPECT_EQ(found->digest, stored.digest);
@@ -172,7 +198,7 @@ TEST_F(CacheTest, StoreWithoutFiles) {
   const auto found = cache_->lookup(key);
   ASSERT_TRUE(found);
   EXPECT_TRUE(found->files.empty());
-  EXPECT_EQ(found->data, (json{{"v", 1}}));
+  EXPECT_EQ(found->data(), (json{{"v", 1}}));
 }
 
 TEST_F(CacheTest, ArtifactDigestDependsOnContentNotOnKey) {
@@ -201,7 +227,7 @@ TEST_F(CacheTest, SecondStoreOfSameKeyKeepsTheFirstEntry) {
   const std::string key = cache_key(inputs);
   const auto first = cache_->store(key, inputs, json{{"run", 1}}, Verdict::ok, make_outputs({{"f", "first"}}));
   const auto second = cache_->store(key, inputs, json{{"run", 2}}, Verdict::ok, make_outputs({{"f", "second"}}));
-  EXPECT_EQ(second.data, first.data);
+  EXPECT_EQ(second.data(), first.data());
   EXPECT_EQ(second.digest, first.digest);
   EXPECT_EQ(read_file(entry_dir(key) / "f"), "first");
   EXPECT_TRUE(temporaries(base_ / "cache").empty());
@@ -215,7 +241,7 @@ TEST_F(CacheTest, ReplacingStoreSwapsInTheNewEntry) {
   const auto second =
       cache_->store(key, inputs, json{{"run", 2}}, Verdict::ok, make_outputs({{"f", "second"}}), /*replace=*/true);
   EXPECT_NE(second.digest, first.digest);
-  EXPECT_EQ(second.data, (json{{"run", 2}}));
+  EXPECT_EQ(second.data(), (json{{"run", 2}}));
   EXPECT_EQ(read_file(entry_dir(key) / "f"), "second");
   auto found = cache_->lookup(key, warn_);
   ASSERT_TRUE(found);
@@ -329,7 +355,7 @@ TEST_P(CorruptEntryTest, IsAMissWithAWarningAndCanBeStoredAgain) {
   store_sample(inputs, "rebuilt");
   const auto again = cache_->lookup(key, warn_);
   ASSERT_TRUE(again);
-  EXPECT_EQ(again->data["value"], "rebuilt");
+  EXPECT_EQ(again->data()["value"], "rebuilt");
   EXPECT_EQ(warnings_.size(), 1u);
 }
 
@@ -341,7 +367,7 @@ TEST_P(CorruptEntryTest, StoreOverACorruptEntryWithoutLookupReplacesIt) {
   store_sample(inputs, "fresh");
   const auto found = cache_->lookup(key, warn_);
   ASSERT_TRUE(found);
-  EXPECT_EQ(found->data["value"], "fresh");
+  EXPECT_EQ(found->data()["value"], "fresh");
   EXPECT_TRUE(warnings_.empty());
 }
 
@@ -417,7 +443,7 @@ TEST_F(CacheTest, ConcurrentProcessesStoreAndLookUpSafely) {
           write_file(out / "sub" / "data.bin", concurrent_content(i));
           const Artifact a = cache.store(key, inputs, json{{"i", i}}, Verdict::ok, out);
           const auto found = cache.lookup(key, [&](const std::string&) { ++failures; });
-          if (!found || found->data != json{{"i", i}} || found->digest != a.digest ||
+          if (!found || found->data() != json{{"i", i}} || found->digest != a.digest ||
               read_file(found->dir / "sub" / "data.bin") != concurrent_content(i)) {
             ++failures;
           }
@@ -524,6 +550,143 @@ TEST_F(CacheTest, CorruptIndexFileMeansNoPreviousRun) {
   Cache reader(base_ / "cache");
   ASSERT_TRUE(reader.last("wf", "n"));
   EXPECT_EQ(reader.last("wf", "n")->key, "k2");
+}
+
+// ---- fast hits: recognising the last run's entry from its metadata ---------------------------------
+
+// Overwrites `file` in place with other bytes of the same length and puts its modification time back:
+// the one edit a stat() cannot see.
+void rewrite_keeping_size_and_time(const fs::path& file, char from, char to) {
+  struct stat before {};
+  ASSERT_EQ(::stat(file.c_str(), &before), 0);
+  std::string text = read_file(file);
+  const auto at = text.find(from);
+  ASSERT_NE(at, std::string::npos);
+  text[at] = to;
+  {
+    std::fstream out(file, std::ios::in | std::ios::out | std::ios::binary);  // same inode
+    out << text;
+  }
+  const struct timespec times[2] = {before.st_atim, before.st_mtim};
+  ASSERT_EQ(::utimensat(AT_FDCWD, file.c_str(), times, 0), 0);
+}
+
+TEST_F(CacheTest, LastRunsEntryIsRecognisedWithoutReadingItsRecord) {
+  const KeyInputs inputs = sample_inputs();
+  const std::string key = cache_key(inputs);
+  const Artifact stored =
+      cache_->store(key, inputs, json{{"value", "x"}}, Verdict::expectations_not_met, make_outputs({{"f.txt", "abc"}}));
+  cache_->record_last("wf", "node", key, &stored);
+  cache_->flush_index();
+
+  // The record's bytes change but not its size, inode or time: only reading it could tell. The fast path
+  // does not read it -- the hit carries the digest, verdict and files the receipt recorded...
+  rewrite_keeping_size_and_time(entry_dir(key) / "artifact.json", 'x', 'y');
+  Cache next_run(base_ / "cache");
+  const auto hit = next_run.lookup_for("wf", "node", key, warn_);
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->digest, stored.digest);
+  EXPECT_EQ(hit->verdict, Verdict::expectations_not_met);
+  EXPECT_EQ(hit->files, std::vector<std::string>{"f.txt"});
+  EXPECT_EQ(hit->dir, entry_dir(key));
+  // ...and reads the record only when its data is asked for, checking it then: a corrupt entry is
+  // removed, so the next run rebuilds it.
+  try {
+    hit->data();
+    ADD_FAILURE() << "an altered record was used";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("does not match its digest"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(entry_dir(key)));
+  EXPECT_FALSE(next_run.lookup_for("wf", "node", key, warn_));
+  EXPECT_TRUE(warnings_.empty());
+}
+
+TEST_F(CacheTest, RecognisedHitLoadsItsDataOnFirstUse) {
+  const KeyInputs inputs = sample_inputs();
+  const std::string key = cache_key(inputs);
+  const Artifact stored = cache_->store(key, inputs, json{{"value", 7}}, Verdict::ok, make_outputs({{"f.txt", "abc"}}));
+  cache_->record_last("wf", "node", key, &stored);
+  cache_->flush_index();
+  Cache next_run(base_ / "cache");
+  const auto hit = next_run.lookup_for("wf", "node", key, warn_);
+  ASSERT_TRUE(hit);
+  const Artifact copy = *hit;  // copies share one load
+  EXPECT_EQ(hit->data(), (json{{"value", 7}}));
+  EXPECT_EQ(&copy.data(), &hit->data());
+  EXPECT_TRUE(warnings_.empty());
+}
+
+TEST_F(CacheTest, AnEntryThatChangedSinceTheLastRunIsCheckedInFull) {
+  const KeyInputs inputs = sample_inputs();
+  const std::string key = cache_key(inputs);
+  const Artifact stored = cache_->store(key, inputs, json{{"value", 1}}, Verdict::ok, make_outputs({{"f.txt", "abc"}}));
+  cache_->record_last("wf", "node", key, &stored);
+  cache_->flush_index();
+
+  // Edited through a hard link (as under --out): same size, but the time moves, so the fast path
+  // declines and the full check hashes the file.
+  fs::create_hard_link(entry_dir(key) / "f.txt", base_ / "link.txt");
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  write_file(base_ / "link.txt", "abd");
+  Cache next_run(base_ / "cache");
+  EXPECT_FALSE(next_run.lookup_for("wf", "node", key, warn_));
+  ASSERT_EQ(warnings_.size(), 1u);
+  EXPECT_NE(warnings_[0].find("f.txt has changed content"), std::string::npos) << warnings_[0];
+
+  // A replaced entry (a forced re-run elsewhere) is a new record file: found by the full lookup, with
+  // its new data, and the index learns the new receipt.
+  const Artifact first = cache_->store(key, inputs, json{{"value", 2}}, Verdict::ok, make_outputs({{"f.txt", "abc"}}));
+  cache_->record_last("wf", "node", key, &first);
+  cache_->flush_index();
+  cache_->store(key, inputs, json{{"value", 3}}, Verdict::ok, make_outputs({{"f.txt", "xyz"}}), /*replace=*/true);
+  Cache after_replace(base_ / "cache");
+  const auto hit = after_replace.lookup_for("wf", "node", key, warn_);
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->data(), (json{{"value", 3}}));
+  EXPECT_EQ(read_file(hit->dir / "f.txt"), "xyz");
+}
+
+TEST_F(CacheTest, ReceiptsSurviveTheIndexFileWhateverTheNames) {
+  // Names with the index format's own separators in them.
+  const std::vector<std::string> nodes{"tab\there", "new\nline", "percent%41", "per_size[size=1]", "é"};
+  std::vector<Artifact> stored;
+  int n = 0;
+  for (const auto& node : nodes) {
+    KeyInputs inputs = sample_inputs();
+    inputs.params = json{{"n", n++}};
+    const std::string key = cache_key(inputs);
+    stored.push_back(cache_->store(key, inputs, json{{"node", node}}, Verdict::ok,
+                                   make_outputs({{"a\tb.txt", node}, {"sub/%x.csv", "1"}})));
+    cache_->record_last("wf\t%", node, key, &stored.back());
+  }
+  cache_->flush_index();
+  Cache next_run(base_ / "cache");
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const auto last = next_run.last("wf\t%", nodes[i]);
+    ASSERT_TRUE(last) << nodes[i];
+    const auto hit = next_run.lookup_for("wf\t%", nodes[i], last->key, warn_);
+    ASSERT_TRUE(hit) << nodes[i];
+    EXPECT_EQ(hit->files, stored[i].files);
+    EXPECT_EQ(hit->data()["node"], nodes[i]);
+  }
+  EXPECT_TRUE(warnings_.empty());
+}
+
+TEST_F(CacheTest, IndexOfAnOlderVersionIsReadAndReplaced) {
+  const std::string key = store_sample(sample_inputs());
+  write_file(base_ / "cache" / "index" / "wf.json", R"({"workflow": "wf", "nodes": {"node": ")" + key + R"("}})");
+  Cache next_run(base_ / "cache");
+  ASSERT_TRUE(next_run.last("wf", "node"));
+  EXPECT_EQ(next_run.last("wf", "node")->key, key);
+  EXPECT_EQ(next_run.gc().entries, 0u) << "gc counts the old index's references";
+  const auto hit = next_run.lookup_for("wf", "node", key, warn_);  // no receipt yet: a full lookup
+  ASSERT_TRUE(hit);
+  next_run.record_last("wf", "node", key, &*hit);
+  next_run.flush_index();
+  EXPECT_FALSE(fs::exists(base_ / "cache" / "index" / "wf.json"));
+  EXPECT_TRUE(fs::exists(base_ / "cache" / "index" / "wf.index"));
+  EXPECT_EQ(Cache(base_ / "cache").last("wf", "node")->key, key);
 }
 
 TEST(ExplainChange, EqualInputsGiveNoReason) { EXPECT_EQ(explain_change(sample_inputs(), sample_inputs()), ""); }

@@ -449,8 +449,8 @@ TEST_F(ExecutorTest, ExclusiveNodeGetsEveryHardwareThreadEvenAtJobsOne) {
   auto art = cache_->lookup(node(s, "probe").key);
   ASSERT_TRUE(art);
   const int hardware = oneapi::tbb::info::default_concurrency();
-  EXPECT_EQ(art->data["arena"].get<int>(), hardware);
-  EXPECT_EQ(art->data["threads"].get<int>(), hardware) << "64 sleeping chunks leave every thread time to join";
+  EXPECT_EQ(art->data()["arena"].get<int>(), hardware);
+  EXPECT_EQ(art->data()["threads"].get<int>(), hardware) << "64 sleeping chunks leave every thread time to join";
 }
 
 TEST_F(ExecutorTest, FailureSkipsDescendantsWhileIndependentBranchesFinish) {

@@ -240,10 +240,10 @@ struct NodeRun {
 
 TEST(GemmSweepNode, ReadsShapesFromInputsFiltersAndLogs) {
   NodeRun r;
-  r.shapes_artifact.data = {{"shapes",
+  r.shapes_artifact.set_data({{"shapes",
                              {{{"name", "decode_b1_qkv"}, {"m", 1}, {"n", 16}, {"k", 8}, {"kind", "qkv_proj"}},
                               {{"name", "decode_b8_qkv"}, {"m", 8}, {"n", 16}, {"k", 8}},
-                              {{"name", "prefill_t16_qkv"}, {"m", 16}, {"n", 16}, {"k", 8}}}}};
+                              {{"name", "prefill_t16_qkv"}, {"m", 16}, {"n", 16}, {"k", 8}}}}});
   const json timing = {{"warmup", 1}, {"min_samples", 3}, {"max_samples", 4}, {"budget_s", 0.05},
                        {"flush_cache", false}};
   NodeOutput out = r.run({{"providers", {"auto"}}, {"filter", "decode"}, {"timing", timing}});

@@ -8,6 +8,7 @@
 
 #include "pipeline/dag.hpp"
 #include "pipeline/workflow.hpp"
+#include "pipeline/workflow_codec.hpp"
 
 namespace aispflow {
 namespace {
@@ -447,10 +448,10 @@ TEST(Refs, SubstituteKeepsTypesSplicesTextAndListsInstances) {
       options: {nested: ["${peak.name}"]}
 )");
   Artifact peak;
-  peak.data = {{"best", {{"value", 42}}}, {"bits", 16}, {"name", "p"}};
+  peak.set_data({{"best", {{"value", 42}}}, {"bits", 16}, {"name", "p"}});
   Artifact s1, s2;
-  s1.data = {{"n", 1}};
-  s2.data = {{"n", 2}};
+  s1.set_data({{"n", 1}});
+  s2.set_data({{"n", 2}});
   auto lookup = [&](const std::string& node) -> std::vector<const Artifact*> {
     if (node == "peak") return {&peak};
     if (node == "sizes") return {&s1, &s2};
@@ -466,7 +467,7 @@ TEST(Refs, SubstituteKeepsTypesSplicesTextAndListsInstances) {
   // After substitution the params are checked for real.
   EXPECT_EQ(complete_params(use, *registry().find("sweep"), p)["size"], 42);
 
-  peak.data = {{"best", {{"other", 1}}}, {"bits", 16}, {"name", "p"}};
+  peak.set_data({{"best", {{"other", 1}}}, {"bits", 16}, {"name", "p"}});
   try {
     substitute_refs(use, use.params, lookup);
     FAIL() << "expected InputError";
@@ -690,4 +691,41 @@ nodes:
 }
 
 }  // namespace
+// ---------------------------------------------------------------------------------------------------
+// The parsed-workflow cache's encoding
+
+TEST(WorkflowCodec, RoundTripGivesBackAnEqualWorkflow) {
+  Workflow wf = parse(R"(name: "codec \t test"
+nodes:
+  make_a:
+    type: command
+    params: {run: "echo 'é' > $AISPFLOW_OUT/a.txt", files: [data/in.csv], timeout_s: 2.5}
+  per_size:
+    type: sweep
+    matrix: {size: [1, 2], dtype: [fp16, bf16]}
+    resources: {gpu: 1, nic: 2}
+    params: {size: "${matrix.size}", dtype: "${matrix.dtype}", options: {nested: [1, {x: null}]}}
+  join:
+    type: command
+    inputs: {first: make_a, sizes: per_size}
+    params: {run: "cat ${make_a.value} ${per_size.n}"}
+)");
+  // A location in another file (an include) keeps its file name.
+  wf.nodes.back().refs.front().loc.file = "other.yaml";
+  ASSERT_EQ(wf.nodes.size(), 6u);
+  EXPECT_EQ(decode_workflow(encode_workflow(wf)), wf);
+  const Workflow empty;
+  EXPECT_EQ(decode_workflow(encode_workflow(empty)), empty);
+}
+
+TEST(WorkflowCodec, DamagedBytesAreRejectedNotMisread) {
+  const std::string bytes = encode_workflow(parse("nodes:\n  a: {type: command, params: {run: x}}\n"));
+  for (std::size_t cut : {std::size_t{0}, std::size_t{5}, bytes.size() / 2, bytes.size() - 1})
+    EXPECT_THROW(decode_workflow(std::string_view(bytes).substr(0, cut)), std::runtime_error) << cut;
+  EXPECT_THROW(decode_workflow(bytes + "x"), std::runtime_error);
+  std::string wrong_count = bytes;
+  wrong_count[wrong_count.find('\n') + 1] = '\x7f';  // the name's length: far beyond the end
+  EXPECT_THROW(decode_workflow(wrong_count), std::runtime_error);
+}
+
 }  // namespace aispflow
