@@ -14,6 +14,7 @@
 #include "kernels/cuda/cublaslt_provider.hpp"
 #include "kernels/cuda/datasheet.hpp"
 #include "kernels/cuda/device.hpp"
+#include "kernels/cuda/nccl.hpp"
 #include "kernels/cuda/nvml.hpp"
 #include "kernels/cuda/peaks.hpp"
 
@@ -125,6 +126,11 @@ class CudaBackend final : public Backend {
     json info = sys_.to_json();
     info["backend"] = "cuda";
     info["cublaslt"] = cuda::cublaslt_version_string();
+    // Not part of the fingerprint: no GEMM or bandwidth figure depends on it, and an NCCL upgrade must not
+    // re-run them. The collective probes put the version they used into their own records.
+    const auto& nccl = cuda::Nccl::instance();
+    info["nccl"] = nccl.available() ? json{{"version", *nccl.version()}, {"built_against", cuda::Nccl::header_version()}}
+                                    : json{{"unavailable", nccl.why_unavailable()}};
     info["host"] = cpu_hardware_info();
     info["fingerprint"] = fingerprint();
     const auto& nvml = cuda::Nvml::instance();

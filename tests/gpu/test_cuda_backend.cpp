@@ -11,6 +11,7 @@ TEST(CudaBackend, NotBuilt) { GTEST_SKIP() << "no CUDA device: this aispflow was
 
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "kernels/common/backend.hpp"
@@ -23,6 +24,7 @@ TEST(CudaBackend, NotBuilt) { GTEST_SKIP() << "no CUDA device: this aispflow was
 #include "kernels/cuda/device.hpp"
 #include "kernels/cuda/gemm_data.hpp"
 #include "kernels/cuda/harness.hpp"
+#include "kernels/cuda/nccl.hpp"
 #include "kernels/cuda/nvml.hpp"
 
 namespace aispflow::kernels {
@@ -114,6 +116,16 @@ TEST(CudaNvml, ReasonNames) {
   EXPECT_EQ(clock_event_reason_names(0x1 | 0x4), (std::vector<std::string>{"gpu_idle", "sw_power_cap"}));
   EXPECT_TRUE(reasons_slow_the_chip(0x40));
   EXPECT_FALSE(reasons_slow_the_chip(0x1));
+}
+
+TEST(CudaNccl, VersionCodesOfBothEncodings) {
+  EXPECT_EQ(nccl_version_string(22809), "2.28.9");
+  EXPECT_EQ(nccl_version_string(21903), "2.19.3");
+  EXPECT_EQ(nccl_version_string(2708), "2.7.8");  // before 2.9: major*1000 + minor*100 + patch
+  EXPECT_EQ(nccl_version_string(0), "unknown");
+#if AISPFLOW_HAS_NCCL_HEADER
+  EXPECT_EQ(Nccl::header_version(), nccl_version_string(NCCL_VERSION_CODE));
+#endif
 }
 
 TEST(CudaDatasheet, MatchesByName) {
@@ -420,6 +432,56 @@ TEST_F(CudaGpu, BackendDescribesTheMachine) {
   EXPECT_NE(std::find(names.begin(), names.end(), "cublaslt.sweep"), names.end());
   EXPECT_NE(backend->provider("cublaslt"), nullptr);
   EXPECT_EQ(backend->provider("no.such.provider"), nullptr);
+}
+
+// NCCL loads and works: a sum all-reduce over every GPU of random data, checked on the host.
+TEST_F(CudaGpu, NcclAllReduceOverEveryGpuIsExact) {
+#if !AISPFLOW_HAS_NCCL_HEADER
+  GTEST_SKIP() << "this build found no nccl.h";
+#else
+  const Nccl& nccl = Nccl::instance();
+  if (!nccl.available()) GTEST_SKIP() << "NCCL unavailable on this machine: " << nccl.why_unavailable();
+  EXPECT_EQ(make_cuda_backend()->hardware_info()["nccl"]["version"], *nccl.version());
+  int gpus = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&gpus), cudaSuccess);
+  const std::size_t count = std::size_t(1) << 20;
+  std::vector<int> devices(gpus);
+  std::vector<ncclComm_t> comms(gpus);
+  std::vector<float*> buffers(gpus, nullptr);
+  std::vector<cudaStream_t> streams(gpus);
+  std::vector<double> expected(count, 0.0);
+  for (int g = 0; g < gpus; ++g) {
+    devices[g] = g;
+    // Small integers: every partial sum is exact in fp32, so the comparison can demand equality.
+    std::mt19937 rng(1234 + g);
+    std::uniform_int_distribution<int> value(-64, 64);
+    std::vector<float> host(count);
+    for (std::size_t i = 0; i < count; ++i) expected[i] += host[i] = float(value(rng));
+    ASSERT_EQ(cudaSetDevice(g), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&buffers[g], count * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(buffers[g], host.data(), count * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaStreamCreate(&streams[g]), cudaSuccess);
+  }
+  nccl.check(nccl.api().comm_init_all(comms.data(), gpus, devices.data()), "ncclCommInitAll");
+  nccl.check(nccl.api().group_start(), "ncclGroupStart");
+  for (int g = 0; g < gpus; ++g)
+    nccl.check(nccl.api().all_reduce(buffers[g], buffers[g], count, ncclFloat, ncclSum, comms[g], streams[g]),
+               "ncclAllReduce");
+  nccl.check(nccl.api().group_end(), "ncclGroupEnd");
+  for (int g = 0; g < gpus; ++g) {
+    ASSERT_EQ(cudaSetDevice(g), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(streams[g]), cudaSuccess);
+    std::vector<float> result(count);
+    ASSERT_EQ(cudaMemcpy(result.data(), buffers[g], count * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < count; ++i) wrong += double(result[i]) != expected[i];
+    EXPECT_EQ(wrong, 0u) << "GPU " << g;
+    nccl.api().comm_destroy(comms[g]);
+    cudaStreamDestroy(streams[g]);
+    cudaFree(buffers[g]);
+  }
+  std::printf("NCCL %s: all-reduce of %zu floats over %d GPU(s) exact\n", nccl.version()->c_str(), count, gpus);
+#endif
 }
 
 TEST_F(CudaGpu, PeaksAreMeasuredBesideMemcpy) {
