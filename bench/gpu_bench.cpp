@@ -18,10 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/common/backend.hpp"
+#include "pipeline/build_id.hpp"
 
-#ifndef AISPFLOW_GIT_COMMIT
-#define AISPFLOW_GIT_COMMIT "unknown"
-#endif
 
 using nlohmann::json;
 using namespace aispflow::kernels;
@@ -56,7 +54,7 @@ int main(int argc, char** argv) {
   out["bench"] = "gpu_bench";
   out["date"] = now_iso8601();
   const char* commit = std::getenv("AISPFLOW_COMMIT");
-  out["commit"] = commit ? commit : AISPFLOW_GIT_COMMIT;
+  out["commit"] = commit ? commit : aispflow::build_id();
   out["device"] = env.value("gpu", "unknown");
   out["driver"] = env.value("driver", "unknown");
   out["env"] = env;

@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "pipeline/cache.hpp"
+#include "pipeline/build_id.hpp"
 
 namespace aispflow {
 
@@ -55,7 +56,7 @@ std::string run_report_text(const RunSummary& summary) {
   out += "  \"seconds\": " + num(summary.seconds) + ",\n";
   out += "  \"exit_code\": " + std::to_string(summary.exit_code) + ",\n";
   out += "  \"backend\": " + str(summary.backend) + ",\n";
-  out += "  \"aispflow_version\": " + str(std::string(AISPFLOW_VERSION) + "+" + AISPFLOW_GIT_COMMIT) + ",\n";
+  out += "  \"aispflow_version\": " + str(std::string(AISPFLOW_VERSION) + "+" + build_id()) + ",\n";
   out += "  \"nodes\": [";
   bool first = true;
   for (const auto& n : summary.nodes) {

@@ -11,10 +11,7 @@
 
 #include <tbb/info.h>
 
-#ifndef AISPFLOW_GIT_COMMIT
-#define AISPFLOW_GIT_COMMIT "unknown"
-#endif
-
+#include "pipeline/build_id.hpp"
 namespace aispflow::kernels {
 
 namespace {
@@ -177,7 +174,7 @@ nlohmann::json cpu_fingerprint() {
 #else
         {"compiler", "unknown"},
 #endif
-        {"build_id", AISPFLOW_GIT_COMMIT},
+        {"build_id", build_id()},
     };
   }();
   return fp;

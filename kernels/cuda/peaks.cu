@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 #include <stdexcept>
 #include <tuple>
@@ -82,6 +85,50 @@ __global__ void read_kernel(const float4* __restrict__ src, float* __restrict__ 
   }
 }
 
+// ---- checks the bandwidth probes run before timing ---------------------------------------------------
+// A probe whose kernel moved nothing would report any bandwidth it likes, so every kernel variant first
+// runs once into an output filled with NaN bytes and its result is checked on the device; only a
+// variant that passes is timed. The checks count bad values with one atomic per thread that found any.
+
+// Words of `got` that differ from `want`, bit for bit (copies must be exact).
+__global__ void count_unequal_kernel(const uint4* __restrict__ got, const uint4* __restrict__ want, std::int64_t n,
+                                     unsigned long long* bad) {
+  unsigned long long mine = 0;
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += std::int64_t(gridDim.x) * blockDim.x) {
+    const uint4 g = got[i], w = want[i];
+    mine += (g.x != w.x) + (g.y != w.y) + (g.z != w.z) + (g.w != w.w);
+  }
+  if (mine) atomicAdd(bad, mine);
+}
+
+// Elements of a that are not b + s*c within a few ulps (the triad may or may not be contracted to an FMA).
+__global__ void count_triad_errors_kernel(const float4* __restrict__ a, const float4* __restrict__ b,
+                                          const float4* __restrict__ c, float s, std::int64_t n,
+                                          unsigned long long* bad) {
+  auto wrong = [s](float got, float x, float y) {
+    const double want = double(x) + double(s) * double(y);
+    return !(fabs(double(got) - want) <= 1e-6 * (fabs(double(x)) + fabs(double(s) * double(y))) + 1e-30);
+  };
+  unsigned long long mine = 0;
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += std::int64_t(gridDim.x) * blockDim.x) {
+    const float4 va = a[i], vb = b[i], vc = c[i];
+    mine += wrong(va.x, vb.x, vc.x) + wrong(va.y, vb.y, vc.y) + wrong(va.z, vb.z, vc.z) + wrong(va.w, vb.w, vc.w);
+  }
+  if (mine) atomicAdd(bad, mine);
+}
+
+// The sum and the sum of magnitudes of the array in double: the read kernel's reference.
+__global__ void reference_sum_kernel(const float4* __restrict__ src, std::int64_t n, double* sums) {
+  double sum = 0, magnitude = 0;
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += std::int64_t(gridDim.x) * blockDim.x) {
+    const float4 v = src[i];
+    sum += double(v.x) + double(v.y) + double(v.z) + double(v.w);
+    magnitude += fabs(double(v.x)) + fabs(double(v.y)) + fabs(double(v.z)) + fabs(double(v.w));
+  }
+  atomicAdd(&sums[0], sum);
+  atomicAdd(&sums[1], magnitude);
+}
+
 // ---- fp32 FMA kernel -------------------------------------------------------------------------------
 // 8 independent dependency chains per thread hide the FMA latency; a and b are run-time values so the
 // compiler cannot fold the chains. Every thread writes its sum so nothing is dead code.
@@ -116,6 +163,41 @@ int sm_count(int device) {
   int sms = 0;
   AISPFLOW_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   return sms;
+}
+
+std::string wrong_values_text(std::uint64_t bad, std::size_t bytes) {
+  return std::to_string(bad) + " of " + std::to_string(bytes / 4) + " values wrong";
+}
+
+// Runs one launch of a bandwidth kernel into a poisoned output and checks it against its definition:
+// copy b == a exactly, triad a == b + s*c, read: the block sums add up to the array's sum (fp32
+// accumulation, so within 1e-4 of the sum of magnitudes). Returns what was wrong, or nullopt.
+template <class Launch>
+std::optional<std::string> check_bandwidth_variant(OutputCheck& check, const std::string& kernel, Launch&& launch,
+                                                   cudaStream_t stream, const DeviceBuffer& a, const DeviceBuffer& b,
+                                                   const DeviceBuffer& c, const DeviceBuffer& block_sums,
+                                                   unsigned blocks, float triad_scale) {
+  const std::size_t bytes = a.bytes();
+  if (kernel == "hbm.read") {
+    check.poison(block_sums.get(), std::size_t(blocks) * sizeof(float));
+    launch(stream);
+    std::vector<float> sums(blocks);
+    AISPFLOW_CUDA_CHECK(cudaMemcpyAsync(sums.data(), block_sums.get(), sums.size() * sizeof(float),
+                                        cudaMemcpyDeviceToHost, stream));
+    const auto [want, magnitude] = check.reference_sum(a.get(), bytes);  // synchronises the stream
+    double got = 0;
+    for (float v : sums) got += v;
+    if (!(std::abs(got - want) <= 1e-4 * magnitude))
+      return "block sums add up to " + std::to_string(got) + ", the array sums to " + std::to_string(want);
+    return std::nullopt;
+  }
+  const DeviceBuffer& output = kernel == "hbm.copy" ? b : a;
+  check.poison(output.get(), bytes);
+  launch(stream);
+  const std::uint64_t bad = kernel == "hbm.copy" ? check.unequal(b.get(), a.get(), bytes)
+                                                 : check.triad_errors(a.get(), b.get(), c.get(), triad_scale, bytes);
+  if (bad) return wrong_values_text(bad, bytes);
+  return std::nullopt;
 }
 
 std::string describe(const LaunchShape& s, unsigned blocks) {
@@ -156,6 +238,52 @@ Ceiling bandwidth_ceiling(const std::string& name, double bytes, const Measureme
 
 }  // namespace
 
+OutputCheck::OutputCheck(cudaStream_t stream) : stream_(stream), scratch_(2 * sizeof(double)) {
+  int device = 0;
+  AISPFLOW_CUDA_CHECK(cudaGetDevice(&device));
+  blocks_ = unsigned(sm_count(device) * 4);
+}
+
+void OutputCheck::poison(void* output, std::size_t bytes) {
+  AISPFLOW_CUDA_CHECK(cudaMemsetAsync(output, 0xff, bytes, stream_));
+}
+
+template <class Launch>
+std::uint64_t OutputCheck::count(Launch&& launch) {
+  AISPFLOW_CUDA_CHECK(cudaMemsetAsync(scratch_.get(), 0, sizeof(unsigned long long), stream_));
+  launch(scratch_.as<unsigned long long>());
+  AISPFLOW_CUDA_CHECK_LAUNCH();
+  unsigned long long bad = 0;
+  AISPFLOW_CUDA_CHECK(cudaMemcpyAsync(&bad, scratch_.get(), sizeof bad, cudaMemcpyDeviceToHost, stream_));
+  AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return bad;
+}
+
+std::uint64_t OutputCheck::unequal(const void* got, const void* want, std::size_t bytes) {
+  return count([&](unsigned long long* bad) {
+    count_unequal_kernel<<<blocks_, 256, 0, stream_>>>(static_cast<const uint4*>(got), static_cast<const uint4*>(want),
+                                                       std::int64_t(bytes / 16), bad);
+  });
+}
+
+std::uint64_t OutputCheck::triad_errors(const void* a, const void* b, const void* c, float s, std::size_t bytes) {
+  return count([&](unsigned long long* bad) {
+    count_triad_errors_kernel<<<blocks_, 256, 0, stream_>>>(static_cast<const float4*>(a), static_cast<const float4*>(b),
+                                                            static_cast<const float4*>(c), s, std::int64_t(bytes / 16), bad);
+  });
+}
+
+std::pair<double, double> OutputCheck::reference_sum(const void* data, std::size_t bytes) {
+  AISPFLOW_CUDA_CHECK(cudaMemsetAsync(scratch_.get(), 0, scratch_.bytes(), stream_));
+  reference_sum_kernel<<<blocks_, 256, 0, stream_>>>(static_cast<const float4*>(data), std::int64_t(bytes / 16),
+                                                     scratch_.as<double>());
+  AISPFLOW_CUDA_CHECK_LAUNCH();
+  double sums[2];
+  AISPFLOW_CUDA_CHECK(cudaMemcpyAsync(sums, scratch_.get(), sizeof sums, cudaMemcpyDeviceToHost, stream_));
+  AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return {sums[0], sums[1]};
+}
+
 std::vector<Ceiling> measure_bandwidth(Harness& harness, std::size_t array_bytes, const TimingPolicy& timing) {
   ScopedDevice on(harness.device());
   const cudaStream_t stream = harness.stream();
@@ -171,14 +299,23 @@ std::vector<Ceiling> measure_bandwidth(Harness& harness, std::size_t array_bytes
   AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
 
   std::vector<Ceiling> out;
+  OutputCheck check(stream);
   // memcpy D2D first: the yardstick the kernels are compared with, measured in the same call.
-  const Measurement memcpy_m = harness.time(timing, [&](cudaStream_t s) {
+  auto memcpy_launch = [&](cudaStream_t s) {
     AISPFLOW_CUDA_CHECK(cudaMemcpyAsync(b.get(), a.get(), array_bytes, cudaMemcpyDeviceToDevice, s));
-  });
+  };
+  check.poison(b.get(), array_bytes);
+  memcpy_launch(stream);
+  if (const auto bad = check.unequal(b.get(), a.get(), array_bytes))
+    throw std::runtime_error("cudaMemcpyAsync device-to-device copied wrong data (" + wrong_values_text(bad, array_bytes) +
+                             "): no bandwidth figure of this GPU can be trusted");
+  const Measurement memcpy_m = harness.time(timing, memcpy_launch);
   Ceiling memcpy_ceiling = bandwidth_ceiling("hbm.memcpy_d2d", 2.0 * double(array_bytes), memcpy_m,
                                              "cudaMemcpyAsync device-to-device of " + gib_text(array_bytes) +
                                                  ", bytes = read + write");
+  memcpy_ceiling["verified"] = true;
   const double memcpy_gbs = memcpy_ceiling["value"].get<double>();
+  constexpr float kTriadScale = 1.5f;
 
   struct Kernel {
     const char* name;
@@ -198,19 +335,24 @@ std::vector<Ceiling> measure_bandwidth(Harness& harness, std::size_t array_bytes
       const unsigned blocks = shape.blocks_per_sm > 0 ? unsigned(sms * shape.blocks_per_sm)
                                                       : unsigned(std::min<std::int64_t>((vectors + per_block - 1) / per_block,
                                                                                         std::int64_t(1) << 31));
+      const std::string name = k.name;
       auto launch = [&](cudaStream_t s) {
         with_unroll(shape.unroll, [&]<int U>() {
-          const std::string name = k.name;
           if (name == "hbm.copy")
             copy_kernel<U><<<blocks, shape.threads, 0, s>>>(a.as<float4>(), b.as<float4>(), vectors);
           else if (name == "hbm.triad")
-            triad_kernel<U><<<blocks, shape.threads, 0, s>>>(a.as<float4>(), b.as<float4>(), c.as<float4>(), 1.5f,
-                                                                 vectors);
+            triad_kernel<U><<<blocks, shape.threads, 0, s>>>(a.as<float4>(), b.as<float4>(), c.as<float4>(),
+                                                                 kTriadScale, vectors);
           else
             read_kernel<U><<<blocks, shape.threads, 0, s>>>(a.as<float4>(), block_sums.as<float>(), vectors);
         });
         AISPFLOW_CUDA_CHECK_LAUNCH();
       };
+      // Verified before it is timed: one launch into a poisoned output, checked on the device.
+      if (auto wrong = check_bandwidth_variant(check, name, launch, stream, a, b, c, block_sums, blocks, kTriadScale)) {
+        variants.push_back({{"config", describe(shape, blocks)}, {"status", "failed"}, {"reason", *wrong}});
+        continue;
+      }
       Measurement m = harness.time(timing, launch);
       const double gbs = bytes / (m.stats.median_ms * 1e-3) / 1e9;
       variants.push_back({{"config", describe(shape, blocks)}, {"gb_per_s", gbs}, {"stdrel", m.stats.stdrel}});
@@ -219,10 +361,16 @@ std::vector<Ceiling> measure_bandwidth(Harness& harness, std::size_t array_bytes
         best_method = describe(shape, blocks);
       }
     }
+    if (!best) {  // no variant computed the right thing: a failed ceiling, without a number
+      out.push_back({{"name", k.name}, {"kind", "memory"}, {"unit", "GB/s"}, {"source", "measured"},
+                     {"status", "failed"}, {"reason", "every launch shape gave wrong results"}, {"variants", variants}});
+      continue;
+    }
     Ceiling ceiling = bandwidth_ceiling(k.name, bytes, *best,
                                         std::string("float4 kernel, ") + best_method + ", arrays of " +
                                             gib_text(array_bytes) + ", " + k.counted + "; best of the variants");
     ceiling["variants"] = variants;
+    ceiling["verified"] = true;
     ceiling["memcpy_d2d_gb_per_s"] = memcpy_gbs;
     ceiling["fraction_of_memcpy_d2d"] = ceiling["value"].get<double>() / memcpy_gbs;
     if (!best->warnings.empty()) ceiling["warnings"] = best->warnings;
@@ -266,15 +414,19 @@ std::vector<Ceiling> measure_p2p(std::size_t bytes, const TimingPolicy& timing) 
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count < 2) return {};
   bytes = std::max<std::size_t>(bytes / 16 * 16, 16);
-  std::vector<DeviceBuffer> src, dst;
+  auto seed_of = [](int device) { return 11 + std::uint64_t(device); };
+  std::vector<DeviceBuffer> src, dst, expected;
   std::vector<std::unique_ptr<Harness>> harnesses;
+  std::vector<std::unique_ptr<OutputCheck>> checks;
   for (int d = 0; d < count; ++d) {
     ScopedDevice on(d);
     src.emplace_back(bytes);
     dst.emplace_back(bytes);
-    fill_random(src.back().get(), Elem::f32, std::int64_t(bytes / 4), 11 + std::uint64_t(d), nullptr);
+    expected.emplace_back(bytes);  // on this GPU: what a copy from the current source GPU must leave
+    fill_random(src.back().get(), Elem::f32, std::int64_t(bytes / 4), seed_of(d), nullptr);
     AISPFLOW_CUDA_CHECK(cudaDeviceSynchronize());
     harnesses.push_back(std::make_unique<Harness>(d));
+    checks.push_back(std::make_unique<OutputCheck>(harnesses.back()->stream()));
   }
   TimingPolicy policy = timing;
   policy.flush_cache = false;
@@ -282,43 +434,76 @@ std::vector<Ceiling> measure_p2p(std::size_t bytes, const TimingPolicy& timing) 
   for (int from = 0; from < count; ++from) {
     for (int to = 0; to < count; ++to) {
       if (from == to) continue;
+      const std::string pair = std::to_string(from) + "->" + std::to_string(to);
+      Harness& on_from = *harnesses[std::size_t(from)];
+      Harness& on_to = *harnesses[std::size_t(to)];
+      OutputCheck& check = *checks[std::size_t(to)];
+      {
+        ScopedDevice on(to);  // the source's random contents, regenerated from its seed on the destination
+        fill_random(expected[std::size_t(to)].get(), Elem::f32, std::int64_t(bytes / 4), seed_of(from), on_to.stream());
+      }
+      // One verified launch into the poisoned destination, then the timing; a wrong copy is not timed.
+      auto verified_measurement = [&](Harness& harness, const std::function<void(cudaStream_t)>& launch)
+          -> std::pair<std::optional<Measurement>, std::string> {
+        ScopedDevice on(to);
+        check.poison(dst[std::size_t(to)].get(), bytes);
+        AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(on_to.stream()));
+        {
+          ScopedDevice launch_on(harness.device());
+          launch(harness.stream());
+          AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(harness.stream()));
+        }
+        if (const auto bad = check.unequal(dst[std::size_t(to)].get(), expected[std::size_t(to)].get(), bytes))
+          return {std::nullopt, wrong_values_text(bad, bytes)};
+        return {harness.time(policy, launch), ""};
+      };
+      auto ceiling = [&](const std::string& name, const std::string& method,
+                         const std::pair<std::optional<Measurement>, std::string>& result) {
+        Ceiling c = {{"name", name}, {"kind", "interconnect"}, {"unit", "GB/s"}, {"source", "measured"},
+                     {"method", method}, {"from", from}, {"to", to}};
+        if (!result.first) {
+          c["status"] = "failed";
+          c["reason"] = result.second;
+          return c;
+        }
+        const Measurement& m = *result.first;
+        c["value"] = double(bytes) / (m.stats.median_ms * 1e-3) / 1e9;
+        c["verified"] = true;
+        c["time_ms"] = m.stats.to_json();
+        c["samples"] = m.stats.samples;
+        return c;
+      };
+
+      // The copy engines work between any two GPUs (staged through the host without peer access).
+      out.push_back(ceiling("p2p.copy_engine." + pair, "cudaMemcpyPeerAsync of " + gib_text(bytes),
+                            verified_measurement(on_from, [&](cudaStream_t s) {
+                              AISPFLOW_CUDA_CHECK(cudaMemcpyPeerAsync(dst[std::size_t(to)].get(), to,
+                                                                      src[std::size_t(from)].get(), from, bytes, s));
+                            })));
+      const std::string kernel_name = "p2p.kernel_read." + pair;
+      const std::string kernel_method = "copy kernel on GPU " + std::to_string(to) + " reading GPU " +
+                                        std::to_string(from) + "'s memory, " + gib_text(bytes) + " crossing the link";
       int can = 0;
       AISPFLOW_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, to, from));
-      if (!can) continue;
+      if (!can) {
+        out.push_back({{"name", kernel_name}, {"kind", "interconnect"}, {"unit", "GB/s"}, {"source", "measured"},
+                       {"method", kernel_method}, {"from", from}, {"to", to}, {"status", "not measured"},
+                       {"reason", "GPU " + std::to_string(to) + " has no peer access to GPU " + std::to_string(from)}});
+        continue;
+      }
       {
         ScopedDevice on(to);
         const cudaError_t rc = cudaDeviceEnablePeerAccess(from, 0);
         if (rc == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();
         else AISPFLOW_CUDA_CHECK(rc);
       }
-      const std::string pair = std::to_string(from) + "->" + std::to_string(to);
-      const Measurement ce = harnesses[std::size_t(from)]->time(policy, [&](cudaStream_t s) {
-        AISPFLOW_CUDA_CHECK(cudaMemcpyPeerAsync(dst[std::size_t(to)].get(), to, src[std::size_t(from)].get(), from,
-                                                bytes, s));
-      });
       const int sms = sm_count(to);
-      const Measurement kr = harnesses[std::size_t(to)]->time(policy, [&](cudaStream_t s) {
-        copy_kernel<4><<<unsigned(sms * 8), 256, 0, s>>>(src[std::size_t(from)].as<float4>(),
-                                                         dst[std::size_t(to)].as<float4>(), std::int64_t(bytes / 16));
-        AISPFLOW_CUDA_CHECK_LAUNCH();
-      });
-      for (const auto& [name, m, method] :
-           {std::tuple{"p2p.copy_engine." + pair, &ce, "cudaMemcpyPeerAsync of " + gib_text(bytes)},
-            std::tuple{"p2p.kernel_read." + pair, &kr,
-                       "copy kernel on GPU " + std::to_string(to) + " reading GPU " + std::to_string(from) +
-                           "'s memory, " + gib_text(bytes) + " crossing the link"}}) {
-        Ceiling c = {{"name", name},
-                     {"kind", "interconnect"},
-                     {"unit", "GB/s"},
-                     {"value", double(bytes) / (m->stats.median_ms * 1e-3) / 1e9},
-                     {"source", "measured"},
-                     {"method", method},
-                     {"from", from},
-                     {"to", to},
-                     {"time_ms", m->stats.to_json()},
-                     {"samples", m->stats.samples}};
-        out.push_back(std::move(c));
-      }
+      out.push_back(ceiling(kernel_name, kernel_method, verified_measurement(on_to, [&](cudaStream_t s) {
+                              copy_kernel<4><<<unsigned(sms * 8), 256, 0, s>>>(
+                                  src[std::size_t(from)].as<float4>(), dst[std::size_t(to)].as<float4>(),
+                                  std::int64_t(bytes / 16));
+                              AISPFLOW_CUDA_CHECK_LAUNCH();
+                            })));
     }
   }
   return out;

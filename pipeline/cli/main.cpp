@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "pipeline/build_id.hpp"
 #include "pipeline/cli/commands.hpp"
 #include "pipeline/errors.hpp"
 
@@ -45,7 +46,7 @@ int run_cli(int argc, char** argv) {
   CLI::App app{"aispflow: declare a performance study as a DAG of nodes in YAML, run it, and re-run only what "
                "changed (saying why).",
                "aispflow"};
-  app.set_version_flag("--version", std::string("aispflow ") + AISPFLOW_VERSION + " (" + AISPFLOW_GIT_COMMIT + ")");
+  app.set_version_flag("--version", std::string("aispflow ") + AISPFLOW_VERSION + " (" + aispflow::build_id() + ")");
   app.footer(kExitCodes);
   app.require_subcommand(1);
 

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "pipeline/cache.hpp"
+#include "pipeline/build_id.hpp"
 #include "pipeline/hash.hpp"
 #include "pipeline/workflow_codec.hpp"
 
@@ -40,7 +41,7 @@ Workflow load_workflow_cached(const fs::path& file, const Registry& registry, co
   text << in.rdbuf();
 
   Hasher h;
-  h.add_field("build", AISPFLOW_GIT_COMMIT);
+  h.add_field("build", build_id());
   // A rebuilt binary whose structs changed must not read an old form.
   h.add_field("layout", std::to_string(sizeof(NodeDecl)) + "/" + std::to_string(sizeof(Workflow)));
   h.add_field("registry", registry_digest(registry));

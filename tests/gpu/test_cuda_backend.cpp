@@ -26,6 +26,7 @@ TEST(CudaBackend, NotBuilt) { GTEST_SKIP() << "no CUDA device: this aispflow was
 #include "kernels/cuda/harness.hpp"
 #include "kernels/cuda/nccl.hpp"
 #include "kernels/cuda/nvml.hpp"
+#include "kernels/cuda/peaks.hpp"
 
 namespace aispflow::kernels {
 namespace {
@@ -484,6 +485,44 @@ TEST_F(CudaGpu, NcclAllReduceOverEveryGpuIsExact) {
 #endif
 }
 
+// The checks every bandwidth kernel passes before it is timed do catch wrong outputs.
+TEST_F(CudaGpu, BandwidthChecksCatchWrongOutputs) {
+  const std::size_t n = std::size_t(1) << 18, bytes = n * sizeof(float);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  std::vector<float> hb(n), hc(n), ha(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    hb[i] = value(rng);
+    hc[i] = value(rng);
+    ha[i] = hb[i] + 1.5f * hc[i];
+  }
+  DeviceBuffer a(bytes), b(bytes), c(bytes), copy(bytes);
+  ASSERT_EQ(cudaMemcpy(a.get(), ha.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(b.get(), hb.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(c.get(), hc.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(copy.get(), b.get(), bytes, cudaMemcpyDeviceToDevice), cudaSuccess);
+  OutputCheck check(nullptr);
+  EXPECT_EQ(check.unequal(copy.get(), b.get(), bytes), 0u);
+  ASSERT_EQ(cudaMemset(copy.as<char>() + 4 * 1000, 0x5a, 1), cudaSuccess);  // one byte of one word
+  EXPECT_EQ(check.unequal(copy.get(), b.get(), bytes), 1u);
+  check.poison(copy.get(), bytes);
+  EXPECT_EQ(check.unequal(copy.get(), b.get(), bytes), n) << "a kernel that wrote nothing passed";
+
+  EXPECT_EQ(check.triad_errors(a.get(), b.get(), c.get(), 1.5f, bytes), 0u);
+  ha[123] *= 1.001f;
+  ASSERT_EQ(cudaMemcpy(a.get(), ha.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(check.triad_errors(a.get(), b.get(), c.get(), 1.5f, bytes), 1u);
+
+  double sum = 0, magnitude = 0;
+  for (float v : hb) {
+    sum += v;
+    magnitude += std::abs(v);
+  }
+  const auto [got_sum, got_magnitude] = check.reference_sum(b.get(), bytes);
+  EXPECT_NEAR(got_sum, sum, 1e-9 * magnitude);
+  EXPECT_NEAR(got_magnitude, magnitude, 1e-9 * magnitude);
+}
+
 TEST_F(CudaGpu, PeaksAreMeasuredBesideMemcpy) {
   auto backend = make_cuda_backend();
   PeakOptions options;
@@ -499,6 +538,11 @@ TEST_F(CudaGpu, PeaksAreMeasuredBesideMemcpy) {
   }
   for (const char* name : {"hbm.copy", "hbm.triad", "hbm.read", "hbm.memcpy_d2d", "cuda_core.fp32", "tensor.bf16"})
     EXPECT_GT(value[name], 0.0) << name;
+  for (const auto& c : ceilings) {
+    if (c["name"].get<std::string>().rfind("hbm.", 0) == 0 || c["kind"] == "interconnect") {
+      EXPECT_EQ(c.value("verified", false), true) << c.dump();
+    }
+  }
   // Loose sanity bound here; the 97 % target is checked and recorded by bench/gpu_bench.
   EXPECT_GT(value["hbm.copy"], 0.8 * value["hbm.memcpy_d2d"]);
   std::printf("copy %.0f GB/s, memcpy %.0f GB/s (%.1f %%), triad %.0f, read %.0f, fp32 FMA %.1f TFLOP/s, bf16 %.0f TFLOP/s\n",

@@ -88,6 +88,17 @@ class CacheTest : public ::testing::Test {
 
   fs::path entry_dir(const std::string& key) { return base_ / "cache" / "objects" / key.substr(0, 2) / key; }
 
+  // Stores an entry for sample_inputs() with f.txt = "abc", as node "node" of workflow "wf" would: recorded
+  // as its last run (with the receipt) and the index written, so a new Cache sees it as the next run would.
+  Artifact store_as_last_run(const json& data, Verdict verdict = Verdict::ok) {
+    const KeyInputs inputs = sample_inputs();
+    const std::string key = cache_key(inputs);
+    const Artifact stored = cache_->store(key, inputs, data, verdict, make_outputs({{"f.txt", "abc"}}));
+    cache_->record_last("wf", "node", key, &stored);
+    cache_->flush_index();
+    return stored;
+  }
+
   std::vector<std::string> warnings_;
   std::function<void(const std::string&)> warn_ = [this](const std::string& w) { warnings_.push_back(w); };
   fs::path base_;
@@ -572,12 +583,8 @@ void rewrite_keeping_size_and_time(const fs::path& file, char from, char to) {
 }
 
 TEST_F(CacheTest, LastRunsEntryIsRecognisedWithoutReadingItsRecord) {
-  const KeyInputs inputs = sample_inputs();
-  const std::string key = cache_key(inputs);
-  const Artifact stored =
-      cache_->store(key, inputs, json{{"value", "x"}}, Verdict::expectations_not_met, make_outputs({{"f.txt", "abc"}}));
-  cache_->record_last("wf", "node", key, &stored);
-  cache_->flush_index();
+  const Artifact stored = store_as_last_run(json{{"value", "x"}}, Verdict::expectations_not_met);
+  const std::string key = cache_key(sample_inputs());
 
   // The record's bytes change but not its size, inode or time: only reading it could tell. The fast path
   // does not read it -- the hit carries the digest, verdict and files the receipt recorded...
@@ -603,11 +610,8 @@ TEST_F(CacheTest, LastRunsEntryIsRecognisedWithoutReadingItsRecord) {
 }
 
 TEST_F(CacheTest, RecognisedHitLoadsItsDataOnFirstUse) {
-  const KeyInputs inputs = sample_inputs();
-  const std::string key = cache_key(inputs);
-  const Artifact stored = cache_->store(key, inputs, json{{"value", 7}}, Verdict::ok, make_outputs({{"f.txt", "abc"}}));
-  cache_->record_last("wf", "node", key, &stored);
-  cache_->flush_index();
+  store_as_last_run(json{{"value", 7}});
+  const std::string key = cache_key(sample_inputs());
   Cache next_run(base_ / "cache");
   const auto hit = next_run.lookup_for("wf", "node", key, warn_);
   ASSERT_TRUE(hit);
@@ -618,11 +622,9 @@ TEST_F(CacheTest, RecognisedHitLoadsItsDataOnFirstUse) {
 }
 
 TEST_F(CacheTest, AnEntryThatChangedSinceTheLastRunIsCheckedInFull) {
+  store_as_last_run(json{{"value", 1}});
   const KeyInputs inputs = sample_inputs();
   const std::string key = cache_key(inputs);
-  const Artifact stored = cache_->store(key, inputs, json{{"value", 1}}, Verdict::ok, make_outputs({{"f.txt", "abc"}}));
-  cache_->record_last("wf", "node", key, &stored);
-  cache_->flush_index();
 
   // Edited through a hard link (as under --out): same size, but the time moves, so the fast path
   // declines and the full check hashes the file.
