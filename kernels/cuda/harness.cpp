@@ -82,12 +82,11 @@ void Harness::flush_l2() {
   AISPFLOW_CUDA_CHECK(cudaMemsetAsync(flush_.get(), ++flush_value_, flush_.bytes(), stream_));
 }
 
-double Harness::time_once_ms(const std::function<void(cudaStream_t)>& launch) {
+double Harness::gated_event_ms(const std::function<void(cudaStream_t)>& work) {
   gate_->close(stream_);
   try {
     AISPFLOW_CUDA_CHECK(cudaEventRecord(start_, stream_));
-    launch(stream_);
-    AISPFLOW_CUDA_CHECK_LAUNCH();
+    work(stream_);
     AISPFLOW_CUDA_CHECK(cudaEventRecord(stop_, stream_));
   } catch (...) {
     gate_->open();
@@ -98,6 +97,13 @@ double Harness::time_once_ms(const std::function<void(cudaStream_t)>& launch) {
   float ms = 0;
   AISPFLOW_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
   return ms;
+}
+
+double Harness::time_once_ms(const std::function<void(cudaStream_t)>& launch) {
+  return gated_event_ms([&](cudaStream_t s) {
+    launch(s);
+    AISPFLOW_CUDA_CHECK_LAUNCH();
+  });
 }
 
 Measurement Harness::time(const TimingPolicy& policy, const std::function<void(cudaStream_t)>& launch) {
@@ -147,27 +153,11 @@ void Harness::prepare(const TimingPolicy& policy, Prepared& p) {
 }
 
 double Harness::sample_ms(Prepared& p) {
-  gate_->close(stream_);
-  try {
-    AISPFLOW_CUDA_CHECK(cudaEventRecord(start_, stream_));
-    if (p.use_graph) {
-      AISPFLOW_CUDA_CHECK(cudaGraphLaunch(p.graph.exec, stream_));
-    } else {
-      p.launch(stream_);
-      AISPFLOW_CUDA_CHECK_LAUNCH();
-    }
-    AISPFLOW_CUDA_CHECK(cudaEventRecord(stop_, stream_));
-  } catch (...) {
-    gate_->open();
-    throw;
-  }
-  gate_->open();
-  AISPFLOW_CUDA_CHECK(cudaEventSynchronize(stop_));
-  float ms = 0;
-  AISPFLOW_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+  const double ms = p.use_graph ? gated_event_ms([&](cudaStream_t s) { AISPFLOW_CUDA_CHECK(cudaGraphLaunch(p.graph.exec, s)); })
+                                : time_once_ms(p.launch);
   // Rest (see the header): keeps the chip out of its power limiter, so samples do not depend on history.
   std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(std::min(kRestFactor * ms, kMaxRestMs)));
-  return double(ms) / p.launches_per_sample;
+  return ms / p.launches_per_sample;
 }
 
 std::vector<Measurement> Harness::time_interleaved(const TimingPolicy& policy,

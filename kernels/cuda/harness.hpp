@@ -94,6 +94,9 @@ class Harness {
   struct Prepared;
   void prepare(const TimingPolicy& policy, Prepared& p);   // warm-up, estimate, graph capture if short
   double sample_ms(Prepared& p);                            // one sample, per launch
+  // Milliseconds between events recorded around `work` on the stream, with the stream held at the gate
+  // while it is enqueued (so the host's enqueue time is not what the events measure).
+  double gated_event_ms(const std::function<void(cudaStream_t)>& work);
   static void add_warnings(Measurement& m, const TimingPolicy& policy);
 
   int device_;
