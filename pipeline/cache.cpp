@@ -245,12 +245,24 @@ std::int64_t stamp_file(const fs::path& file, std::time_t stamp_seconds) {
 }
 
 // A relative, '/'-separated path that stays inside the entry directory.
-bool is_safe_relative_name(const std::string& name) {
+// (Plain string work: the index check runs for every file of every node at the start of each run.)
+bool is_safe_relative_name(std::string_view name) {
   if (name.empty() || name.front() == '/') return false;
-  for (const auto& part : fs::path(name)) {
-    if (part == ".." || part == ".") return false;
+  for (std::size_t start = 0; start <= name.size();) {
+    const std::size_t end = std::min(name.find('/', start), name.size());
+    const std::string_view part = name.substr(start, end - start);
+    if (part == "." || part == "..") return false;
+    start = end + 1;
   }
   return true;
+}
+
+// Where and how an entry's record file is, as a receipt keeps it.
+void note_record_file(CacheReceipt& receipt, const struct stat& facts) {
+  receipt.record_device = static_cast<std::uint64_t>(facts.st_dev);
+  receipt.record_inode = static_cast<std::uint64_t>(facts.st_ino);
+  receipt.record_bytes = static_cast<std::uintmax_t>(facts.st_size);
+  receipt.record_mtime_ns = mtime_ns(facts);
 }
 
 // Renames a bad entry out of its key's place (so the next store can succeed at once), then deletes it.
@@ -323,10 +335,7 @@ std::optional<std::string> read_entry(const std::string& key, const fs::path& di
   receipt.key = key;
   receipt.digest = record.digest;
   receipt.verdict = record.verdict;
-  receipt.record_device = static_cast<std::uint64_t>(record_facts.st_dev);
-  receipt.record_inode = static_cast<std::uint64_t>(record_facts.st_ino);
-  receipt.record_bytes = static_cast<std::uintmax_t>(record_facts.st_size);
-  receipt.record_mtime_ns = mtime_ns(record_facts);
+  note_record_file(receipt, record_facts);
   out.files.clear();
   for (const auto& file : record.files) {
     const fs::path path = dir / file.name;
@@ -988,10 +997,7 @@ Artifact Cache::store(const std::string& key, const KeyInputs& inputs, const jso
           receipt->key = key;
           receipt->digest = digest;
           receipt->verdict = verdict;
-          receipt->record_device = static_cast<std::uint64_t>(record_facts.st_dev);
-          receipt->record_inode = static_cast<std::uint64_t>(record_facts.st_ino);
-          receipt->record_bytes = static_cast<std::uintmax_t>(record_facts.st_size);
-          receipt->record_mtime_ns = mtime_ns(record_facts);
+          note_record_file(*receipt, record_facts);
           for (const auto& f : files) receipt->files.push_back({f.name, f.bytes, f.stamp_ns});
           artifact.receipt = std::move(receipt);
         }

@@ -675,6 +675,25 @@ TEST_F(CacheTest, ReceiptsSurviveTheIndexFileWhateverTheNames) {
   EXPECT_TRUE(warnings_.empty());
 }
 
+TEST_F(CacheTest, MalformedOrEscapingReceiptsOnlyCostTheFastPath) {
+  const Artifact stored = store_as_last_run(json{{"value", 1}});
+  const std::string key = cache_key(sample_inputs());
+  const fs::path index = base_ / "cache" / "index" / "wf.index";
+  for (const std::string& receipt : {std::string("\tnot-a-number\tok\t1\t2\t3\t4\t0"),
+                                     // claims a file outside the entry, with otherwise plausible facts
+                                     std::string("\t") + stored.digest + "\tok\t1\t2\t3\t4\t1\t../../etc/passwd\t5\t6"}) {
+    write_file(index, "aispflow-index 2\nworkflow\twf\nnode\tnode\t" + key + receipt + "\n");
+    Cache next_run(base_ / "cache");
+    ASSERT_TRUE(next_run.last("wf", "node")) << receipt;
+    EXPECT_EQ(next_run.last("wf", "node")->key, key);
+    const auto hit = next_run.lookup_for("wf", "node", key, warn_);  // the full lookup
+    ASSERT_TRUE(hit) << receipt;
+    EXPECT_EQ(hit->files, std::vector<std::string>{"f.txt"});
+    EXPECT_EQ(hit->data(), (json{{"value", 1}}));
+  }
+  EXPECT_TRUE(warnings_.empty());
+}
+
 TEST_F(CacheTest, IndexOfAnOlderVersionIsReadAndReplaced) {
   const std::string key = store_sample(sample_inputs());
   write_file(base_ / "cache" / "index" / "wf.json", R"({"workflow": "wf", "nodes": {"node": ")" + key + R"("}})");
