@@ -1,0 +1,56 @@
+#pragma once
+// The roofline plot (SVG) of the `roofline` node (nodes/roofline.cpp): the ceilings and points it draws, and
+// the drawing itself -- axes, roofs, ridge points, markers per provider and dtype, legend. Kept apart from
+// the node so the arithmetic (which roof binds, what is attainable) and the layout can be read separately.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "nodes/record_match.hpp"
+
+namespace aispflow::roofline {
+
+using json = nlohmann::json;
+
+struct Ceiling {
+  std::string name;
+  bool memory = false;       // memory (GB/s) or compute (TFLOP/s)
+  double value = 0;          // GB/s for memory, TFLOP/s for compute
+  bool measured = true;      // false: datasheet
+  std::string dtype;         // compute ceilings: the dtype they were measured with (may be empty)
+  std::string level;         // memory ceilings: "dram", "hbm", "l2", ...
+  std::string method;
+
+  std::string unit() const { return memory ? "GB/s" : "TFLOP/s"; }
+  std::string label() const {
+    return name + "  " + records::format_number(value) + " " + unit() + (measured ? "" : " (datasheet)");
+  }
+  json to_json() const {
+    json j = {{"name", name},   {"kind", memory ? "memory" : "compute"}, {"unit", unit()},
+              {"value", value}, {"source", measured ? "measured" : "datasheet"}};
+    if (!dtype.empty()) j["dtype"] = dtype;
+    if (!level.empty()) j["level"] = level;
+    if (!method.empty()) j["method"] = method;
+    return j;
+  }
+};
+
+struct Point {
+  std::string id, provider, shape, dtype, source;   // source: "record" | "ncu"
+  double intensity = 0, achieved = 0;
+  // Against the roof used for the numbers (measured, or datasheet when nothing was measured).
+  double attainable = 0;
+  std::string binding, memory_ceiling, compute_ceiling, compute_choice;
+  std::optional<double> ds_attainable;   // against the datasheet roof, when there is one
+};
+
+// The whole SVG document. `warning` (may be empty) is shown under the subtitle; `ridges` are the
+// {"intensity", "compute", "memory"} ridge points; providers and dtypes name colours and markers in order.
+std::string draw_svg(const std::string& title, const std::string& subtitle, const std::string& warning,
+                     const std::vector<Ceiling>& ceilings, const std::vector<Point>& points, const json& ridges,
+                     const std::vector<std::string>& providers, const std::vector<std::string>& dtypes, double width,
+                     double height);
+
+}  // namespace aispflow::roofline
