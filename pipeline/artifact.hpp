@@ -1,10 +1,10 @@
 #pragma once
 // An artifact is what a node produced: a JSON document plus optional files (SVG, CSV, logs) that live in
 // one directory, identified by a content digest over both.
-#include <filesystem>
-#include <functional>
 #include <cstdint>
 #include <exception>
+#include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
