@@ -7,6 +7,7 @@
 // A is packed next to it, and a register-resident MR x NR micro-kernel runs over both packed buffers,
 // each step doing MR*NR fused multiply-adds for MR + NR/width loads. The output is cut into rectangular
 // tiles that TBB runs in parallel; each tile packs its own panels, so threads never wait on each other.
+// A with at most MR rows (decode GEMMs) takes a skinny path instead: B streamed once, unpacked.
 #include <cstdint>
 #include <string>
 
@@ -25,8 +26,9 @@ std::string blocked_gemm_isa();
 
 // Block sizes derived from this machine's L1/L2 sizes (fields left 0 in `requested` are filled in).
 BlockedGemmConfig resolve_blocked_config(BlockedGemmConfig requested = {});
-// "cpu.blocked mc=... nc=... kc=... micro=12x32 isa=avx512f threads=2": what identifies a result.
-std::string blocked_gemm_identity(const BlockedGemmConfig& config, int threads);
+// "cpu.blocked mc=... nc=... kc=... micro=12x32 isa=avx512f threads=2": what identifies a result. Given the
+// rows `m` of a problem with m <= MR, the skinny path's identity ("cpu.blocked skinny rows=1 (B streamed by rows, unpacked) ...").
+std::string blocked_gemm_identity(const BlockedGemmConfig& config, int threads, std::int64_t m = 0);
 
 void blocked_sgemm(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, std::int64_t lda,
                    const float* b, std::int64_t ldb, float* c, std::int64_t ldc,

@@ -21,8 +21,8 @@ class BlockedProvider final : public GemmProvider {
   std::vector<GemmRecord> run(const GemmShape& shape, const std::string& dtype,
                               const TimingPolicy& timing) override {
     const BlockedGemmConfig config = resolve_blocked_config();
-    const CpuGemmJob job{name(), blocked_gemm_identity(config, tbb::this_task_arena::max_concurrency()), shape,
-                         dtype, timing};
+    const CpuGemmJob job{name(), blocked_gemm_identity(config, tbb::this_task_arena::max_concurrency(), shape.m),
+                         shape, dtype, timing};
     const auto m = shape.m, n = shape.n, k = shape.k;
     return {run_cpu_gemm(job, CpuGemmCall<float>([=](const float* a, const float* b, float* c) {
                            blocked_sgemm(m, n, k, a, k, b, n, c, n, config);

@@ -109,9 +109,12 @@ TEST(CpuProviders, EveryProviderIsVerifiedThenTimed) {
 
 TEST(CpuProviders, KernelIdentityNamesTheBlocking) {
   auto backend = make_cpu_backend();
-  const auto r = backend->provider("cpu.blocked")->run(shape(8, 8, 8), "fp32", quick()).at(0);
+  const int mr = blocked_gemm_mr();
+  const auto r = backend->provider("cpu.blocked")->run(shape(mr + 1, 8, 8), "fp32", quick()).at(0);
   for (const char* part : {"mc=", "nc=", "kc=", "micro=", "isa=", "threads="})
     EXPECT_NE(r.kernel.find(part), std::string::npos) << r.kernel;
+  const auto skinny = backend->provider("cpu.blocked")->run(shape(mr, 8, 8), "fp32", quick()).at(0);
+  EXPECT_NE(skinny.kernel.find("skinny rows=" + std::to_string(mr)), std::string::npos) << skinny.kernel;
   const auto o = backend->provider("cpu.openblas")->run(shape(8, 8, 8), "fp32", quick()).at(0);
   EXPECT_NE(o.kernel.find("cblas_sgemm"), std::string::npos) << o.kernel;
 }
@@ -198,7 +201,10 @@ TEST(BlockedGemm, CorrectOnEdgeShapesAndStrides) {
   const BlockedGemmConfig odd{.mc = 50, .nc = 70, .kc = 33, .tiles_per_thread = 1};
   const std::vector<Case> cases = {{1, 1, 1, {}},       {1, 200, 17, {}},  {200, 1, 17, {}},  {5, 7, 1, {}},
                                    {13, 37, 300, {}},   {97, 101, 103, odd}, {64, 96, 64, tiny},
-                                   {130, 260, 700, odd}, {3, 1000, 5, {}}};
+                                   {130, 260, 700, odd}, {3, 1000, 5, {}},
+                                   // skinny A (m <= MR: B streamed unpacked), around the MR boundary
+                                   {1, 5123, 300, {}},  {8, 2881, 64, {}},
+                                   {blocked_gemm_mr(), 515, 129, {}}, {blocked_gemm_mr() + 1, 515, 129, {}}};
   for (const auto& c : cases) {
     const std::int64_t lda = c.k + 3, ldb = c.n + 5, ldc = c.n + 7;   // strided, to catch lda/ldb/ldc mix-ups
     std::vector<float> a(std::size_t(c.m * lda)), b(std::size_t(c.k * ldb));
