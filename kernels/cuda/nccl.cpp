@@ -1,8 +1,8 @@
 #include "kernels/cuda/nccl.hpp"
 
-#include <dlfcn.h>
-
 #include <stdexcept>
+
+#include "kernels/cuda/shared_library.hpp"
 
 namespace aispflow::kernels::cuda {
 
@@ -32,29 +32,18 @@ std::optional<std::string> Nccl::version() const {
 
 #if AISPFLOW_HAS_NCCL_HEADER
 
-namespace {
-template <class F>
-void load(void* library, const char* name, F& into) {
-  into = reinterpret_cast<F>(dlsym(library, name));
-}
-}  // namespace
-
 Nccl::Nccl() {
-  library_ = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
-  if (!library_) {
-    const char* err = dlerror();
-    why_ = std::string("NCCL not loadable: ") + (err ? err : "libnccl.so.2 not found");
-    return;
-  }
-  load(library_, "ncclGetVersion", api_.get_version);
-  load(library_, "ncclGetErrorString", api_.error_string);
-  load(library_, "ncclCommInitAll", api_.comm_init_all);
-  load(library_, "ncclCommDestroy", api_.comm_destroy);
-  load(library_, "ncclGroupStart", api_.group_start);
-  load(library_, "ncclGroupEnd", api_.group_end);
-  load(library_, "ncclAllReduce", api_.all_reduce);
-  load(library_, "ncclSend", api_.send);
-  load(library_, "ncclRecv", api_.recv);
+  library_ = open_shared_library("libnccl.so.2", "NCCL", why_);
+  if (!library_) return;
+  load_symbol(library_, "ncclGetVersion", api_.get_version);
+  load_symbol(library_, "ncclGetErrorString", api_.error_string);
+  load_symbol(library_, "ncclCommInitAll", api_.comm_init_all);
+  load_symbol(library_, "ncclCommDestroy", api_.comm_destroy);
+  load_symbol(library_, "ncclGroupStart", api_.group_start);
+  load_symbol(library_, "ncclGroupEnd", api_.group_end);
+  load_symbol(library_, "ncclAllReduce", api_.all_reduce);
+  load_symbol(library_, "ncclSend", api_.send);
+  load_symbol(library_, "ncclRecv", api_.recv);
   const void* entries[] = {reinterpret_cast<const void*>(api_.get_version), reinterpret_cast<const void*>(api_.error_string),
                            reinterpret_cast<const void*>(api_.comm_init_all), reinterpret_cast<const void*>(api_.comm_destroy),
                            reinterpret_cast<const void*>(api_.group_start), reinterpret_cast<const void*>(api_.group_end),

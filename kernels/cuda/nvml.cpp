@@ -1,6 +1,7 @@
 #include "kernels/cuda/nvml.hpp"
 
-#include <dlfcn.h>
+
+#include "kernels/cuda/shared_library.hpp"
 
 namespace aispflow::kernels::cuda {
 
@@ -20,11 +21,6 @@ struct NvmlPciInfo {
   unsigned domain, bus, device, pci_device_id, pci_subsystem_id;
   char bus_id[32];
 };
-
-template <class F>
-F load(void* library, const char* name) {
-  return reinterpret_cast<F>(dlsym(library, name));
-}
 
 // Bit positions of nvmlClocksEventReasons (formerly ClocksThrottleReasons); the names are ours.
 struct ReasonBit {
@@ -86,29 +82,24 @@ const Nvml& Nvml::instance() {
 }
 
 Nvml::Nvml() {
-  library_ = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!library_) {
-    const char* err = dlerror();
-    why_ = std::string("NVML not loadable: ") + (err ? err : "libnvidia-ml.so.1 not found");
-    return;
-  }
+  library_ = open_shared_library("libnvidia-ml.so.1", "NVML", why_);
+  if (!library_) return;
   api_ = new Api;
-  api_->init = load<decltype(api_->init)>(library_, "nvmlInit_v2");
-  api_->shutdown = load<decltype(api_->shutdown)>(library_, "nvmlShutdown");
-  api_->error_string = load<decltype(api_->error_string)>(library_, "nvmlErrorString");
-  api_->system_driver_version = load<decltype(api_->system_driver_version)>(library_, "nvmlSystemGetDriverVersion");
-  api_->handle_by_pci_bus_id = load<decltype(api_->handle_by_pci_bus_id)>(library_, "nvmlDeviceGetHandleByPciBusId_v2");
-  api_->clock_info = load<decltype(api_->clock_info)>(library_, "nvmlDeviceGetClockInfo");
-  api_->max_clock_info = load<decltype(api_->max_clock_info)>(library_, "nvmlDeviceGetMaxClockInfo");
+  load_symbol(library_, "nvmlInit_v2", api_->init);
+  load_symbol(library_, "nvmlShutdown", api_->shutdown);
+  load_symbol(library_, "nvmlErrorString", api_->error_string);
+  load_symbol(library_, "nvmlSystemGetDriverVersion", api_->system_driver_version);
+  load_symbol(library_, "nvmlDeviceGetHandleByPciBusId_v2", api_->handle_by_pci_bus_id);
+  load_symbol(library_, "nvmlDeviceGetClockInfo", api_->clock_info);
+  load_symbol(library_, "nvmlDeviceGetMaxClockInfo", api_->max_clock_info);
   // Renamed in driver 535; the old name stays exported for compatibility. Prefer the new one.
-  api_->clock_event_reasons = load<decltype(api_->clock_event_reasons)>(library_, "nvmlDeviceGetCurrentClocksEventReasons");
+  load_symbol(library_, "nvmlDeviceGetCurrentClocksEventReasons", api_->clock_event_reasons);
   if (!api_->clock_event_reasons)
-    api_->clock_event_reasons =
-        load<decltype(api_->clock_event_reasons)>(library_, "nvmlDeviceGetCurrentClocksThrottleReasons");
-  api_->temperature = load<decltype(api_->temperature)>(library_, "nvmlDeviceGetTemperature");
-  api_->power_usage = load<decltype(api_->power_usage)>(library_, "nvmlDeviceGetPowerUsage");
-  api_->nvlink_state = load<decltype(api_->nvlink_state)>(library_, "nvmlDeviceGetNvLinkState");
-  api_->nvlink_remote_pci = load<decltype(api_->nvlink_remote_pci)>(library_, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
+    load_symbol(library_, "nvmlDeviceGetCurrentClocksThrottleReasons", api_->clock_event_reasons);
+  load_symbol(library_, "nvmlDeviceGetTemperature", api_->temperature);
+  load_symbol(library_, "nvmlDeviceGetPowerUsage", api_->power_usage);
+  load_symbol(library_, "nvmlDeviceGetNvLinkState", api_->nvlink_state);
+  load_symbol(library_, "nvmlDeviceGetNvLinkRemotePciInfo_v2", api_->nvlink_remote_pci);
   if (!api_->init || !api_->handle_by_pci_bus_id) {
     why_ = "NVML library lacks nvmlInit_v2/nvmlDeviceGetHandleByPciBusId_v2";
     return;
