@@ -1,6 +1,5 @@
 #include "kernels/cuda/nvml.hpp"
 
-
 #include "kernels/cuda/shared_library.hpp"
 
 namespace aispflow::kernels::cuda {
