@@ -14,6 +14,7 @@
 #include "kernels/cpu/blocked_gemm.hpp"
 #include "kernels/cpu/cpu_gemm_run.hpp"
 #include "kernels/cpu/probes.hpp"
+#include "support/quick_timing.hpp"
 
 namespace aispflow::kernels {
 namespace {
@@ -25,15 +26,7 @@ GemmShape shape(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t bat
   return s;
 }
 
-TimingPolicy quick() {
-  TimingPolicy p;
-  p.warmup = 1;
-  p.min_samples = 3;
-  p.max_samples = 5;
-  p.budget_s = 0.2;
-  p.flush_cache = false;
-  return p;
-}
+TimingPolicy quick() { return test::quick_timing(0.2); }
 
 TEST(CpuBackend, NameResourcesAndFingerprint) {
   auto backend = make_cpu_backend();

@@ -12,6 +12,7 @@
 #include "kernels/cpu/cpu_gemm_run.hpp"
 #include "nodes/gemm_sweep.hpp"
 #include "nodes/node_factories.hpp"
+#include "support/quick_timing.hpp"
 
 namespace aispflow {
 namespace {
@@ -116,15 +117,7 @@ class FakeBackend final : public kernels::Backend {
   std::map<std::string, std::unique_ptr<kernels::GemmProvider>> providers_;
 };
 
-TimingPolicy quick_timing() {
-  TimingPolicy t;
-  t.warmup = 1;
-  t.min_samples = 3;
-  t.max_samples = 5;
-  t.budget_s = 0.05;
-  t.flush_cache = false;
-  return t;
-}
+TimingPolicy quick_timing() { return test::quick_timing(0.05); }
 
 GemmShape shape(const std::string& name, std::int64_t m, std::int64_t n, std::int64_t k) {
   GemmShape s;
