@@ -31,10 +31,7 @@ using namespace std::chrono_literals;
 using aispflow::test::quote;
 using aispflow::test::read_file;
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using Result = aispflow::test::CommandResult;
 
 class CliTest : public ::testing::Test {
  protected:
@@ -54,14 +51,7 @@ class CliTest : public ::testing::Test {
   // Runs `aispflow ARGS` in the temp directory (cache and reports inside it).
   // `env`: variable assignments for the command, e.g. "AISPFLOW_CACHE=x".
   Result aispflow(const std::string& args, const std::string& env = "") {
-    const std::string cmd = "cd " + quote(dir_.string()) + " && " + env + " " + quote(AISPFLOW_BIN) + " " + args +
-                            " > out.txt 2> err.txt";
-    int status = std::system(cmd.c_str());
-    Result r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = read_file(dir_ / "out.txt");
-    r.err = read_file(dir_ / "err.txt");
-    return r;
+    return aispflow::test::run_in(dir_, env + " " + quote(AISPFLOW_BIN) + " " + args);
   }
   Result run(const std::string& workflow, const std::string& extra = "") {
     return aispflow("run " + workflow + " --cache cache --out out " + extra);

@@ -24,11 +24,7 @@ using json = nlohmann::json;
 using aispflow::test::quote;
 using aispflow::test::read_file;
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-  double seconds = 0;
-};
+using Result = aispflow::test::CommandResult;
 
 class WorkflowTest : public ::testing::Test {
  protected:
@@ -48,16 +44,7 @@ class WorkflowTest : public ::testing::Test {
 
   // `aispflow ARGS` in the temp directory, with a time limit so a hang fails the test instead of CI.
   Result aispflow(const std::string& args) {
-    const std::string cmd = "cd " + quote(dir_.string()) + " && timeout 300 " + quote(AISPFLOW_BIN) + " " + args +
-                            " > out.txt 2> err.txt";
-    const auto start = std::chrono::steady_clock::now();
-    const int status = std::system(cmd.c_str());
-    Result r;
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = read_file(dir_ / "out.txt");
-    r.err = read_file(dir_ / "err.txt");
-    return r;
+    return aispflow::test::run_in(dir_, "timeout 300 " + quote(AISPFLOW_BIN) + " " + args);
   }
   Result run(const std::string& workflow, const std::string& extra = "") {
     return aispflow("run " + workflow + " --backend cpu --progress lines --cache cache --out out " + extra);
