@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
         GemmShape shape;
         shape.name = "square_" + std::to_string(n);
         shape.m = shape.n = shape.k = n;
-        for (const auto& r : backend->provider(provider)->run(shape, dtype, policy)) records.push_back(r.to_json(env));
+        for (const auto& r : backend->provider(provider)->run(GemmCase{shape, dtype}, policy)) records.push_back(r.to_json(env));
       }
     }
   }

@@ -131,7 +131,7 @@ class CompareNode : public NodeType {
     std::map<PairKey, std::map<std::string, std::vector<std::string>>> not_ok;   // status: reason, per provider
     for (const json& rec : all) {
       const std::string p = records::provider_of(rec);
-      const PairKey key{records::shape_name_of(rec), records::dtype_of(rec)};
+      const PairKey key{records::shape_name_of(rec), records::dtype_variant_of(rec)};
       if (std::find(providers.begin(), providers.end(), p) == providers.end()) providers.push_back(p);
       if (!cells.count(key)) pairs.push_back(key);
       Cell& c = cells[key][p];

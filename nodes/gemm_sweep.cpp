@@ -59,12 +59,14 @@ void enforce_honesty(kernels::GemmRecord& r) {
   if (r.status != "ok" && r.reason.empty()) r.reason = "the provider gave no reason";
 }
 
-kernels::GemmRecord make_record(const std::string& provider, const kernels::GemmShape& shape,
-                                const std::string& dtype, const std::string& status, const std::string& reason) {
+kernels::GemmRecord make_record(const std::string& provider, const kernels::GemmCase& c, const std::string& status,
+                                const std::string& reason) {
   kernels::GemmRecord r;
   r.provider = provider;
-  r.shape = shape;
-  r.dtype = dtype;
+  r.shape = c.shape;
+  r.dtype = c.dtype;
+  r.layout = c.layout;
+  r.epilogue = c.epilogue;
   r.status = status;
   r.reason = reason;
   return r;
@@ -104,45 +106,49 @@ json run_sweep(kernels::Backend& backend, const SweepPlan& plan, const SweepHook
 
   json records = json::array();
   std::map<std::string, int> summary = {{"ok", 0}, {"failed", 0}, {"skipped", 0}};
-  const std::size_t total = plan.shapes.size() * plan.dtypes.size() * providers.size();
+  std::vector<kernels::GemmCase> cases;
+  // Shape-major order keeps every provider's result for one (shape, dtype, layout, epilogue) next to each other.
+  for (const auto& shape : plan.shapes)
+    for (const auto& dtype : plan.dtypes)
+      for (const auto& layout : plan.layouts)
+        for (const auto& epilogue : plan.epilogues) cases.push_back({shape, dtype, layout, epilogue});
+  const std::size_t total = cases.size() * providers.size();
   std::size_t done = 0;
-  // Shape-major order keeps every provider's result for one (shape, dtype) next to each other.
-  for (const auto& shape : plan.shapes) {
-    for (const auto& dtype : plan.dtypes) {
-      for (const auto& rp : providers) {
-        if (hooks.cancelled && hooks.cancelled())
-          throw NodeError("cancelled after " + std::to_string(done) + " of " + std::to_string(total) + " runs");
-        std::vector<kernels::GemmRecord> results;
-        if (rp.unmet) {
-          results.push_back(make_record(rp.name, shape, dtype, "skipped", *rp.unmet));
-        } else if (auto why = rp.provider->unsupported(shape, dtype)) {
-          results.push_back(make_record(rp.name, shape, dtype, "skipped", *why));
-        } else {
-          try {
-            results = rp.provider->run(shape, dtype, plan.timing);
-          } catch (const std::exception& e) {
-            // The contract says providers report kernel failures as records; one that throws anyway still
-            // yields a record rather than ending the sweep.
-            results = {make_record(rp.name, shape, dtype, "failed", std::string("the provider threw: ") + e.what())};
-          }
-          if (results.empty())
-            results.push_back(make_record(rp.name, shape, dtype, "failed", "the provider returned no record"));
+  for (const auto& c : cases) {
+    for (const auto& rp : providers) {
+      if (hooks.cancelled && hooks.cancelled())
+        throw NodeError("cancelled after " + std::to_string(done) + " of " + std::to_string(total) + " runs");
+      std::vector<kernels::GemmRecord> results;
+      if (rp.unmet) {
+        results.push_back(make_record(rp.name, c, "skipped", *rp.unmet));
+      } else if (auto why = rp.provider->unsupported(c)) {
+        results.push_back(make_record(rp.name, c, "skipped", *why));
+      } else {
+        try {
+          results = rp.provider->run(c, plan.timing);
+        } catch (const std::exception& e) {
+          // The contract says providers report kernel failures as records; one that throws anyway still
+          // yields a record rather than ending the sweep.
+          results = {make_record(rp.name, c, "failed", std::string("the provider threw: ") + e.what())};
         }
-        ++done;
-        for (auto& r : results) {
-          // The record names what was asked for, even if the provider left a field empty.
-          if (r.provider.empty()) r.provider = rp.name;
-          if (r.dtype.empty()) r.dtype = dtype;
-          if (r.shape.m == 0) r.shape = shape;
-          if (r.shape.name.empty()) r.shape.name = shape.name;
-          enforce_honesty(r);
-          ++summary[r.status];
-          records.push_back(r.to_json(env));
-        }
-        if (hooks.log)
-          hooks.log("[" + std::to_string(done) + "/" + std::to_string(total) + "] " + rp.name + " " + shape.name +
-                    " " + dtype + ": " + describe(results.front()));
+        if (results.empty()) results.push_back(make_record(rp.name, c, "failed", "the provider returned no record"));
       }
+      ++done;
+      for (auto& r : results) {
+        // The record names what was asked for, even if the provider left a field empty.
+        if (r.provider.empty()) r.provider = rp.name;
+        if (r.dtype.empty()) r.dtype = c.dtype;
+        if (r.shape.m == 0) r.shape = c.shape;
+        if (r.shape.name.empty()) r.shape.name = c.shape.name;
+        r.layout = c.layout;
+        r.epilogue = c.epilogue;
+        enforce_honesty(r);
+        ++summary[r.status];
+        records.push_back(r.to_json(env));
+      }
+      if (hooks.log)
+        hooks.log("[" + std::to_string(done) + "/" + std::to_string(total) + "] " + rp.name + " " + c.shape.name + " " +
+                  c.label() + ": " + describe(results.front()));
     }
   }
   return {{"records", std::move(records)},
@@ -150,6 +156,8 @@ json run_sweep(kernels::Backend& backend, const SweepPlan& plan, const SweepHook
           {"backend", backend.backend_name()},
           {"providers", plan.providers},
           {"dtypes", plan.dtypes},
+          {"layouts", plan.layouts},
+          {"epilogues", plan.epilogues},
           {"timing", plan.timing.to_json()},
           {"summary", summary}};
 }
@@ -183,6 +191,28 @@ std::vector<std::string> read_dtypes(const json& params) {
     if (std::find(known_dtypes().begin(), known_dtypes().end(), d) == known_dtypes().end())
       throw std::invalid_argument("dtypes: unknown dtype '" + d + "' (expected any of: " + join(known_dtypes()) + ")");
   return dtypes;
+}
+
+// The layout / epilogue axes: a name or a list of names from `allowed`; absent = {fallback}. Absent params stay
+// absent (no default is written into the params), so workflows written before these axes keep their cache keys.
+std::vector<std::string> read_axis(const json& params, const std::string& field, const std::vector<std::string>& allowed,
+                                   const std::string& fallback) {
+  auto values = string_list(params, field, {fallback});
+  if (values.empty()) throw std::invalid_argument(field + ": the list is empty");
+  for (const auto& v : values)
+    if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
+      throw std::invalid_argument(field + ": unknown value '" + v + "' (expected any of: " + join(allowed) + ")");
+  std::vector<std::string> unique;
+  for (const auto& v : values)
+    if (std::find(unique.begin(), unique.end(), v) == unique.end()) unique.push_back(v);
+  return unique;
+}
+
+std::vector<std::string> read_layouts(const json& params) {
+  return read_axis(params, "layout", kernels::gemm_layouts(), "nn");
+}
+std::vector<std::string> read_epilogues(const json& params) {
+  return read_axis(params, "epilogue", kernels::gemm_epilogues(), "none");
 }
 
 // Shapes from the inline param, else from the inputs' "shapes"; then filter and max_shapes.
@@ -250,6 +280,10 @@ class GemmSweepNode final : public NodeType {
          "GEMM providers (cpu.naive, cpu.blocked, cpu.openblas, cublaslt, cublaslt.sweep) or auto"},
         {"shapes", ParamKind::list, json(), false, "inline shapes [{name, m, n, k[, batch]}]; default: the inputs'"},
         {"dtypes", ParamKind::list, json::array({"fp32"}), false, "data types: " + join(known_dtypes())},
+        {"layout", ParamKind::any, json(), false,
+         "B's storage, a name or a list: nn (B is K x N, the default) | nt (B is N x K, a Linear weight)"},
+        {"epilogue", ParamKind::any, json(), false,
+         "fused output operation, a name or a list: none (default) | bias | bias_gelu (GELU, tanh form)"},
         {"timing", ParamKind::map, json(), false,
          "warmup, min_samples, max_samples, target_stdrel, budget_s (per measurement), flush_cache"},
         {"max_shapes", ParamKind::integer, json(), false, "sweep only the first N shapes (quick runs)"},
@@ -279,6 +313,8 @@ class GemmSweepNode final : public NodeType {
       if (providers.empty()) return "providers: the list is empty";
       if (auto err = check_provider_names(providers); !err.empty()) return err;
       (void)read_dtypes(params);
+      (void)read_layouts(params);
+      (void)read_epilogues(params);
       (void)timing_policy(params);
       if (has_value(params, "max_shapes")) (void)positive_int(params, "max_shapes", 0);
       if (has_value(params, "filter") && !params["filter"].is_string()) return "filter: expected a string";
@@ -304,6 +340,8 @@ class GemmSweepNode final : public NodeType {
     try {
       plan.providers = expand_providers(backend, string_list(ctx.params, "providers", {"auto"}));
       plan.dtypes = read_dtypes(ctx.params);
+      plan.layouts = read_layouts(ctx.params);
+      plan.epilogues = read_epilogues(ctx.params);
       plan.timing = timing_policy(ctx.params);
     } catch (const std::invalid_argument& e) {
       throw NodeError(e.what());
@@ -312,7 +350,8 @@ class GemmSweepNode final : public NodeType {
                                                 " backend");
     plan.shapes = select_shapes(ctx);
     ctx.info("sweeping " + std::to_string(plan.shapes.size()) + " shapes x " + std::to_string(plan.dtypes.size()) +
-             " dtypes x providers " + join(plan.providers));
+             " dtypes x " + std::to_string(plan.layouts.size() * plan.epilogues.size()) +
+             " layout/epilogue variants x providers " + join(plan.providers));
     NodeOutput out;
     out.data = run_sweep(backend, plan, {[&ctx] { return ctx.cancelled(); }, [&ctx](const std::string& s) { ctx.info(s); }});
     return out;

@@ -15,6 +15,8 @@ struct SweepPlan {
   std::vector<kernels::GemmShape> shapes;
   std::vector<std::string> dtypes;
   kernels::TimingPolicy timing;
+  std::vector<std::string> layouts = {"nn"};      // the `layout` axis (kernels::GemmCase)
+  std::vector<std::string> epilogues = {"none"};  // the `epilogue` axis
 };
 
 struct SweepHooks {
@@ -26,7 +28,7 @@ struct SweepHooks {
 // std::invalid_argument naming the unknown provider and listing the backend's providers.
 std::vector<std::string> expand_providers(const kernels::Backend& backend, const std::vector<std::string>& requested);
 
-// Runs every provider x shape x dtype and returns the sweep artifact:
+// Runs every provider x shape x dtype x layout x epilogue and returns the sweep artifact:
 // {"records": [...], "env": fingerprint, "backend": name, "providers": [...], "dtypes": [...],
 //  "timing": {...}, "summary": {"ok": n, "failed": n, "skipped": n}}.
 // A provider whose requirements the backend reports unmet gives `skipped` records with the backend's exact

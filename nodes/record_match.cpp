@@ -91,6 +91,20 @@ std::string provider_of(const json& record) { return string_field(record, "provi
 std::string dtype_of(const json& record) { return string_field(record, "dtype"); }
 std::string status_of(const json& record) { return string_field(record, "status"); }
 
+std::string variant_of(const json& record) {
+  std::string v;
+  const std::string layout = string_field(record, "layout"), epilogue = string_field(record, "epilogue");
+  // Only the axes' own names count: older cuBLASLt records used `layout` for a free-text storage note.
+  if (layout == "nt") v = layout;
+  if (epilogue == "bias" || epilogue == "bias_gelu") v += (v.empty() ? "" : " ") + epilogue;
+  return v;
+}
+
+std::string dtype_variant_of(const json& record) {
+  const std::string v = variant_of(record);
+  return v.empty() ? dtype_of(record) : dtype_of(record) + " " + v;
+}
+
 std::string shape_name_of(const json& record) {
   if (!record.is_object() || !record.contains("shape")) return {};
   const json& s = record.at("shape");
@@ -106,7 +120,7 @@ json identity(const json& record) {
 }
 
 std::string identity_text(const json& record) {
-  return provider_of(record) + " " + shape_name_of(record) + " " + dtype_of(record);
+  return provider_of(record) + " " + shape_name_of(record) + " " + dtype_variant_of(record);
 }
 
 const std::vector<MetricInfo>& known_metrics() {

@@ -21,10 +21,16 @@ std::string provider_of(const json& record);
 std::string shape_name_of(const json& record);
 std::string dtype_of(const json& record);
 std::string status_of(const json& record);        // "ok" | "failed" | "skipped" ("" when absent)
+// The layout / epilogue axes of gemm_sweep when not at their defaults: "" (nn, none), "nt", "nt bias_gelu"...
+// Records without these fields (older artifacts, other tools) are nn / none.
+std::string variant_of(const json& record);
+// dtype_of plus the variant: "bf16", "bf16 nt bias_gelu". Analysis nodes pair records on this, so an nt record
+// is never compared with an nn one.
+std::string dtype_variant_of(const json& record);
 inline bool is_ok(const json& record) { return status_of(record) == "ok"; }
 // {"provider", "shape", "dtype"}: what results tables print to name a record.
 json identity(const json& record);
-// "cpu.blocked decode_b8_qkv_proj fp32": the same, as text for messages.
+// "cpu.blocked decode_b8_qkv_proj fp32" (plus the variant, if any): the same, as text for messages.
 std::string identity_text(const json& record);
 
 // Which way a metric should move. The one table every node consults.

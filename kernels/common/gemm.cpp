@@ -80,9 +80,33 @@ double intensity(const GemmShape& s, const std::string& dtype) {
   return bytes > 0 ? s.flops() / bytes : 0.0;
 }
 
+std::string GemmCase::label() const {
+  std::string s = dtype;
+  if (layout != "nn") s += " " + layout;
+  if (epilogue != "none") s += " " + epilogue;
+  return s;
+}
+
+const std::vector<std::string>& gemm_layouts() {
+  static const std::vector<std::string> names = {"nn", "nt"};
+  return names;
+}
+
+const std::vector<std::string>& gemm_epilogues() {
+  static const std::vector<std::string> names = {"none", "bias", "bias_gelu"};
+  return names;
+}
+
+std::optional<std::string> unless_plain(const std::string& provider, const GemmCase& c) {
+  if (c.layout != "nn") return provider + " offers layout nn only; not '" + c.layout + "'";
+  if (c.epilogue != "none") return provider + " offers no epilogue; not '" + c.epilogue + "'";
+  return std::nullopt;
+}
+
 json GemmRecord::to_json(const json& env) const {
   json r = {{"provider", provider}, {"kernel", kernel},   {"shape", shape.to_json()},
-            {"dtype", dtype},       {"status", status},   {"verified", verified},
+            {"dtype", dtype},       {"layout", layout},   {"epilogue", epilogue},
+            {"status", status},     {"verified", verified},
             {"max_rel_err", max_rel_err}, {"tolerance", tolerance}};
   if (!reason.empty()) r["reason"] = reason;
   if (operand_bytes(dtype)) r["intensity"] = intensity(shape, dtype);
@@ -104,7 +128,9 @@ json GemmRecord::to_json(const json& env) const {
 }
 
 const std::vector<std::string>& gpu_provider_names() {
-  static const std::vector<std::string> names = {"cublaslt", "cublaslt.sweep"};
+  // Our own CUDA kernels (kernels/cuda/ours/), then the vendor library.
+  static const std::vector<std::string> names = {"ours.naive", "ours.tiled", "ours.wgmma", "ours.cluster",
+                                                 "cublaslt",   "cublaslt.sweep"};
   return names;
 }
 

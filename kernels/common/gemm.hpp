@@ -32,12 +32,34 @@ int output_bytes(const std::string& dtype);   // fp8 outputs bf16, tf32 outputs 
 double compulsory_bytes(const GemmShape& s, const std::string& dtype);
 double intensity(const GemmShape& s, const std::string& dtype);   // FLOP per compulsory byte
 
+// One point of a sweep: what a provider is asked to compute. The layout and epilogue axes (docs/records.md):
+//   layout   "nn": B stored row-major K x N (the convention above);
+//            "nt": B stored row-major N x K, as a framework's Linear weight is. C = A * B either way.
+//   epilogue "none": C = A*B;  "bias": C = A*B + bias[n];  "bias_gelu": C = gelu(A*B + bias[n]), GELU in its
+//            tanh form (what cuBLASLt's GELU epilogue and frameworks' fast GELU compute). fp8 scales apply
+//            to A*B before the bias.
+struct GemmCase {
+  GemmShape shape;
+  std::string dtype;
+  std::string layout = "nn";
+  std::string epilogue = "none";
+  bool plain() const { return layout == "nn" && epilogue == "none"; }
+  // "bf16", or "bf16 nt bias_gelu" when an axis is not at its default: for logs and messages.
+  std::string label() const;
+};
+const std::vector<std::string>& gemm_layouts();     // nn, nt
+const std::vector<std::string>& gemm_epilogues();   // none, bias, bias_gelu
+// For providers that offer only layout nn without an epilogue: why they cannot run `c`, or nullopt.
+std::optional<std::string> unless_plain(const std::string& provider, const GemmCase& c);
+
 // Builds a record in the documented schema. Fill the fields you know, then call finish_record().
 struct GemmRecord {
   std::string provider;          // "cpu.blocked"
   std::string kernel;            // full identity: tile sizes, threads, algo ...
   GemmShape shape;
   std::string dtype;
+  std::string layout = "nn";     // "nn" | "nt" (GemmCase)
+  std::string epilogue = "none"; // "none" | "bias" | "bias_gelu"
   std::string status = "ok";     // "ok" | "failed" | "skipped"
   std::string reason;            // why failed/skipped; empty when ok
   bool verified = false;
@@ -61,12 +83,12 @@ class GemmProvider {
   virtual ~GemmProvider() = default;
   virtual std::string name() const = 0;
   virtual Requirements requirements() const { return {}; }
-  // nullopt when (shape, dtype) is supported; else why not ("fp8_e4m3 needs sm_89+", "above size limit").
-  virtual std::optional<std::string> unsupported(const GemmShape& shape, const std::string& dtype) const = 0;
+  // nullopt when the case is supported; else why not ("fp8_e4m3 needs sm_89+", "above size limit",
+  // "cpu.blocked offers layout nn only").
+  virtual std::optional<std::string> unsupported(const GemmCase& c) const = 0;
   // Verify, then time. Returns one record, or several for providers that sweep candidates
   // (the winner first, tagged in extra). Never throws for a kernel failure: that is a "failed" record.
-  virtual std::vector<GemmRecord> run(const GemmShape& shape, const std::string& dtype,
-                                      const TimingPolicy& timing) = 0;
+  virtual std::vector<GemmRecord> run(const GemmCase& c, const TimingPolicy& timing) = 0;
 };
 
 }  // namespace aispflow::kernels

@@ -13,13 +13,17 @@ class BlockedProvider final : public GemmProvider {
  public:
   std::string name() const override { return "cpu.blocked"; }
 
-  std::optional<std::string> unsupported(const GemmShape& shape, const std::string& dtype) const override {
+  std::optional<std::string> unsupported(const GemmCase& c) const override {
+    if (auto why = unless_plain(name(), c)) return why;
+    const GemmShape& shape = c.shape;
+    const std::string& dtype = c.dtype;
     if (dtype != "fp32") return dtype + " is not supported by cpu.blocked (fp32 only)";
     return cpu_memory_limit(shape, dtype);
   }
 
-  std::vector<GemmRecord> run(const GemmShape& shape, const std::string& dtype,
-                              const TimingPolicy& timing) override {
+  std::vector<GemmRecord> run(const GemmCase& c, const TimingPolicy& timing) override {
+    const GemmShape& shape = c.shape;
+    const std::string& dtype = c.dtype;
     const BlockedGemmConfig config = resolve_blocked_config();
     const CpuGemmJob job{name(), blocked_gemm_identity(config, tbb::this_task_arena::max_concurrency(), shape.m),
                          shape, dtype, timing};

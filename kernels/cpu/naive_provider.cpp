@@ -36,7 +36,10 @@ class NaiveProvider final : public GemmProvider {
  public:
   std::string name() const override { return "cpu.naive"; }
 
-  std::optional<std::string> unsupported(const GemmShape& shape, const std::string& dtype) const override {
+  std::optional<std::string> unsupported(const GemmCase& c) const override {
+    if (auto why = unless_plain(name(), c)) return why;
+    const GemmShape& shape = c.shape;
+    const std::string& dtype = c.dtype;
     if (dtype != "fp32" && dtype != "fp64")
       return dtype + " is not supported by cpu.naive (fp32 and fp64 only)";
     if (shape.flops() > kNaiveFlopLimit) {
@@ -48,8 +51,9 @@ class NaiveProvider final : public GemmProvider {
     return cpu_memory_limit(shape, dtype);
   }
 
-  std::vector<GemmRecord> run(const GemmShape& shape, const std::string& dtype,
-                              const TimingPolicy& timing) override {
+  std::vector<GemmRecord> run(const GemmCase& c, const TimingPolicy& timing) override {
+    const GemmShape& shape = c.shape;
+    const std::string& dtype = c.dtype;
     const CpuGemmJob job{name(),
                          "cpu.naive float64-accumulating row loop, " + dtype + " in/out, threads=" +
                              std::to_string(tbb::this_task_arena::max_concurrency()) + " tbb",

@@ -18,7 +18,10 @@ class OpenBlasProvider final : public GemmProvider {
  public:
   std::string name() const override { return "cpu.openblas"; }
 
-  std::optional<std::string> unsupported(const GemmShape& shape, const std::string& dtype) const override {
+  std::optional<std::string> unsupported(const GemmCase& c) const override {
+    if (auto why = unless_plain(name(), c)) return why;
+    const GemmShape& shape = c.shape;
+    const std::string& dtype = c.dtype;
     if (!openblas().loaded()) return openblas().error;
     if (dtype != "fp32" && dtype != "fp64")
       return dtype + " is not supported by cpu.openblas (fp32 and fp64 only)";
@@ -28,8 +31,9 @@ class OpenBlasProvider final : public GemmProvider {
     return cpu_memory_limit(shape, dtype);
   }
 
-  std::vector<GemmRecord> run(const GemmShape& shape, const std::string& dtype,
-                              const TimingPolicy& timing) override {
+  std::vector<GemmRecord> run(const GemmCase& c, const TimingPolicy& timing) override {
+    const GemmShape& shape = c.shape;
+    const std::string& dtype = c.dtype;
     const int mi = int(shape.m), ni = int(shape.n), ki = int(shape.k);   // range checked in unsupported()
     if (dtype == "fp64") {
       const CpuGemmJob job{name(), openblas_identity("cblas_dgemm"), shape, dtype, timing};

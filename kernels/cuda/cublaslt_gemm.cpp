@@ -121,8 +121,13 @@ int GemmProblem::copies_for_cold_l2(const GemmShape& s, const LtDtype& d, double
 }
 
 GemmProblem::GemmProblem(const GemmShape& shape, const LtDtype& dtype, std::uint64_t seed, cudaStream_t stream,
-                         int copies)
-    : shape_(shape), dtype_(dtype), seed_(seed), copies_(std::max(1, copies)) {
+                         int copies, const GemmVariant& variant)
+    : shape_(shape),
+      dtype_(dtype),
+      b_transposed_(dtype.b_transposed || variant.b_transposed),
+      epilogue_(variant.epilogue),
+      seed_(seed),
+      copies_(std::max(1, copies)) {
   const std::int64_t a_count = shape.m * shape.k * shape.batch, b_count = shape.k * shape.n * shape.batch;
   auto round_up = [](std::size_t bytes) { return (bytes + 255) / 256 * 256; };
   a_stride_ = round_up(std::size_t(a_count) * elem_bytes(dtype.ab));
@@ -137,6 +142,10 @@ GemmProblem::GemmProblem(const GemmShape& shape, const LtDtype& dtype, std::uint
   // |x| in [1/64, 1]: never zeros, and no magnitudes that overflow fp16 at large K.
   fill_random(a(0), dtype.ab, a_count, seed * 2 + 1, stream);
   fill_random(b(0), dtype.ab, b_count, seed * 2 + 2, stream);
+  if (epilogue_ != Epilogue::none) {   // a bias of the same magnitude as the products' spread, never zero
+    bias_ = DeviceBuffer(std::size_t(shape.n) * elem_bytes(dtype.c));
+    fill_random(bias_.get(), dtype.c, shape.n, seed * 2 + 3, stream);
+  }
   for (int i = 1; i < copies_; ++i) {   // identical operands at other addresses
     AISPFLOW_CUDA_CHECK(cudaMemcpyAsync(a(i), a(0), a_stride_, cudaMemcpyDeviceToDevice, stream));
     AISPFLOW_CUDA_CHECK(cudaMemcpyAsync(b(i), b(0), b_stride_, cudaMemcpyDeviceToDevice, stream));
@@ -159,7 +168,10 @@ GemmProblem::GemmProblem(const GemmShape& shape, const LtDtype& dtype, std::uint
   g.k = shape.k;
   g.batch = shape.batch;
   g.ab_type = dtype.ab;
-  g.b_transposed = dtype.b_transposed;   // B's random values are drawn in storage order either way
+  g.b_transposed = b_transposed_;   // B's random values are drawn in storage order either way
+  g.epilogue = epilogue_;
+  g.bias = bias();
+  g.bias_type = dtype.c;
   g.a = a(0);
   g.b = b(0);
   g.scale = scale_a_ * scale_b_;
@@ -183,7 +195,8 @@ LtPlan::LtPlan(GpuContext& ctx, const GemmProblem& problem) : ctx_(ctx), problem
   const auto& s = problem.shape();
   const auto& d = problem.dtype();
   AISPFLOW_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc_, d.compute, CUDA_R_32F));
-  const cublasOperation_t op_a = d.b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = CUBLAS_OP_N;
+  const bool b_transposed = problem.b_transposed();
+  const cublasOperation_t op_a = b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = CUBLAS_OP_N;
   set_desc(desc_, CUBLASLT_MATMUL_DESC_TRANSA, op_a);
   set_desc(desc_, CUBLASLT_MATMUL_DESC_TRANSB, op_b);
   if (d.ab == Elem::e4m3) {
@@ -191,9 +204,19 @@ LtPlan::LtPlan(GpuContext& ctx, const GemmProblem& problem) : ctx_(ctx), problem
     set_desc(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, problem.device_scale_b());
     set_desc(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, problem.device_scale_a());
   }
+  if (problem.epilogue() != Epilogue::none) {
+    // cuBLASLt computes our C transposed (N x M column-major), so our per-column bias[N] is its per-row bias:
+    // exactly the vector its BIAS epilogues take. GELU_BIAS applies GELU (tanh form) after the bias.
+    const cublasLtEpilogue_t epilogue =
+        problem.epilogue() == Epilogue::bias_gelu ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+    set_desc(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue);
+    set_desc(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, problem.bias());
+    const cudaDataType_t bias_type = cuda_type(d.c);
+    set_desc(desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, bias_type);
+  }
   // cuBLASLt's A = our B: N x K column-major (ld N) when B is row-major K x N; stored K x N column-major
   // (ld K, op T) when we keep B as row-major N x K.
-  lt_a_ = d.b_transposed ? make_layout(d.ab, s.k, s.n, s.k, s.batch) : make_layout(d.ab, s.n, s.k, s.n, s.batch);
+  lt_a_ = b_transposed ? make_layout(d.ab, s.k, s.n, s.k, s.batch) : make_layout(d.ab, s.n, s.k, s.n, s.batch);
   lt_b_ = make_layout(d.ab, s.k, s.m, s.k, s.batch);   // our A, row-major M x K = column-major K x M
   lt_c_ = make_layout(d.c, s.n, s.m, s.n, s.batch);    // our C, row-major M x N = column-major N x M
   AISPFLOW_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference_));

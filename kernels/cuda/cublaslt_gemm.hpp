@@ -37,7 +37,14 @@ struct LtDtype {
 std::optional<LtDtype> lt_dtype(const std::string& dtype);
 std::vector<std::string> lt_dtype_names();
 
-// Random operands, the output buffer and the fp32 reference of one (shape, dtype), on ctx's GPU.
+// How B is stored and what the epilogue adds, beyond the dtype (kernels::GemmCase's layout and epilogue).
+struct GemmVariant {
+  bool b_transposed = false;           // layout nt: B stored row-major N x K
+  Epilogue epilogue = Epilogue::none;  // bias / bias_gelu: a random bias[N] in the output type
+  static GemmVariant of(const GemmCase& c) { return {c.layout == "nt", epilogue_from_name(c.epilogue)}; }
+};
+
+// Random operands, the output buffer and the fp32 reference of one (shape, dtype, variant), on the current GPU.
 //
 // Copies: short GEMMs are timed as CUDA graphs of many back-to-back launches, and the L2 flush only
 // happens between graphs. So that every launch still reads its operands from HBM (a roofline point must
@@ -45,9 +52,15 @@ std::vector<std::string> lt_dtype_names();
 // together they exceed twice the L2; the launches of a graph rotate over them.
 class GemmProblem {
  public:
-  GemmProblem(const GemmShape& shape, const LtDtype& dtype, std::uint64_t seed, cudaStream_t stream, int copies = 1);
+  GemmProblem(const GemmShape& shape, const LtDtype& dtype, std::uint64_t seed, cudaStream_t stream, int copies = 1,
+              const GemmVariant& variant = {});
   const GemmShape& shape() const { return shape_; }
   const LtDtype& dtype() const { return dtype_; }
+  // B is stored row-major N x K: asked for (layout nt) or required by the dtype (fp8's TN form).
+  bool b_transposed() const { return b_transposed_; }
+  Epilogue epilogue() const { return epilogue_; }
+  // bias[N] in the output type (dtype().c); nullptr without an epilogue.
+  const void* bias() const { return epilogue_ == Epilogue::none ? nullptr : bias_.get(); }
   std::uint64_t seed() const { return seed_; }
   float scale_a() const { return scale_a_; }
   float scale_b() const { return scale_b_; }
@@ -80,11 +93,13 @@ class GemmProblem {
   static constexpr int kScaleSlotFloats = 64;
   GemmShape shape_;
   LtDtype dtype_;
+  bool b_transposed_ = false;
+  Epilogue epilogue_ = Epilogue::none;
   std::uint64_t seed_;
   int copies_ = 1;
   std::size_t a_stride_ = 0, b_stride_ = 0, c_stride_ = 0;   // bytes per copy, rounded up to 256
   float scale_a_ = 1, scale_b_ = 1;
-  DeviceBuffer a_, b_, c_, ref_, floor_, scales_;
+  DeviceBuffer a_, b_, c_, ref_, floor_, scales_, bias_;
 };
 
 // The cuBLASLt descriptors for one problem; asks the heuristic for candidates and runs them.

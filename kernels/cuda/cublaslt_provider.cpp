@@ -121,7 +121,9 @@ Requirements CublasLtProvider::requirements() const {
   return r;
 }
 
-std::optional<std::string> CublasLtProvider::unsupported(const GemmShape& shape, const std::string& dtype) const {
+std::optional<std::string> CublasLtProvider::unsupported(const GemmCase& c) const {
+  const GemmShape& shape = c.shape;
+  const std::string& dtype = c.dtype;
   const auto spec = lt_dtype(dtype);
   if (!spec) return name() + " offers " + join(lt_dtype_names()) + "; not '" + dtype + "'";
   if (shape.m <= 0 || shape.n <= 0 || shape.k <= 0 || shape.batch <= 0) return std::string("empty shape");
@@ -141,14 +143,17 @@ std::optional<std::string> CublasLtProvider::unsupported(const GemmShape& shape,
   return std::nullopt;
 }
 
-std::vector<GemmRecord> CublasLtProvider::run(const GemmShape& shape, const std::string& dtype,
-                                              const TimingPolicy& timing) {
+std::vector<GemmRecord> CublasLtProvider::run(const GemmCase& gemm, const TimingPolicy& timing) {
+  const GemmShape& shape = gemm.shape;
+  const std::string& dtype = gemm.dtype;
   GemmRecord rec;
   rec.provider = name();
   rec.kernel = "cublasLt";
   rec.shape = shape;
   rec.dtype = dtype;
-  if (auto why = unsupported(shape, dtype)) {
+  rec.layout = gemm.layout;
+  rec.epilogue = gemm.epilogue;
+  if (auto why = unsupported(gemm)) {
     rec.status = "skipped";
     rec.reason = *why;
     return {rec};
@@ -175,7 +180,8 @@ std::vector<GemmRecord> CublasLtProvider::run(const GemmShape& shape, const std:
                            ? GemmProblem::copies_for_cold_l2(shape, spec, double(system_info().devices[std::size_t(ctx.device())].l2_bytes),
                                                              Harness::kMaxGraphLaunches)
                            : 1;
-    GemmProblem problem(shape, spec, seed, stream, copies);   // random operands + the fp32 reference
+    // Random operands (+ bias) and the fp32 reference, epilogue included.
+    GemmProblem problem(shape, spec, seed, stream, copies, GemmVariant::of(gemm));
     LtPlan plan(ctx, problem);
     rec.tolerance = problem.tolerance();
     rec.extra["seed"] = seed;
@@ -187,8 +193,8 @@ std::vector<GemmRecord> CublasLtProvider::run(const GemmShape& shape, const std:
                                      {"bytes_each", problem.operand_bytes_per_copy()},
                                      {"why", "launches rotate over identical copies so that each reads A and B from "
                                              "HBM, not from an L2 warmed by the previous launch"}};
-    if (spec.b_transposed)
-      rec.extra["layout"] = "B stored transposed (row-major N x K) because cuBLASLt's fp8 kernels need the TN form; "
+    if (spec.b_transposed && gemm.layout == "nn")
+      rec.extra["layout_note"] = "B stored transposed (row-major N x K) because cuBLASLt's fp8 kernels need the TN form; "
                             "the record's C = A[MxK] * B[KxN] is the same product";
     if (spec.ab == Elem::e4m3)
       rec.extra["scales"] = {{"a", problem.scale_a()}, {"b", problem.scale_b()}, {"output", "bf16, unscaled"}};
@@ -310,7 +316,7 @@ std::optional<Ceiling> measure_gemm_ceiling(const std::function<GpuContext&()>& 
   GemmShape shape;
   shape.name = "peak_" + std::to_string(n);
   shape.m = shape.n = shape.k = n;
-  const GemmRecord rec = provider.run(shape, dtype, timing).front();
+  const GemmRecord rec = provider.run(GemmCase{shape, dtype}, timing).front();
   if (rec.status != "ok" || !rec.time) {
     if (why) *why = rec.status + ": " + rec.reason;
     return std::nullopt;

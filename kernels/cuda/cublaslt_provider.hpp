@@ -25,8 +25,8 @@ class CublasLtProvider : public GemmProvider {
   CublasLtProvider(std::function<GpuContext&()> context, bool sweep);
   std::string name() const override { return sweep_ ? "cublaslt.sweep" : "cublaslt"; }
   Requirements requirements() const override;
-  std::optional<std::string> unsupported(const GemmShape& shape, const std::string& dtype) const override;
-  std::vector<GemmRecord> run(const GemmShape& shape, const std::string& dtype, const TimingPolicy& timing) override;
+  std::optional<std::string> unsupported(const GemmCase& c) const override;
+  std::vector<GemmRecord> run(const GemmCase& c, const TimingPolicy& timing) override;
 
  private:
   std::function<GpuContext&()> context_;

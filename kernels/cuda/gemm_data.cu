@@ -12,6 +12,7 @@
 
 #include "kernels/cuda/check.hpp"
 #include "kernels/cuda/device_buffer.hpp"
+#include "kernels/cuda/epilogue.cuh"
 
 namespace aispflow::kernels::cuda {
 
@@ -31,6 +32,22 @@ const char* elem_name(Elem e) {
     case Elem::f16: return "f16";
     case Elem::bf16: return "bf16";
     case Elem::e4m3: return "e4m3";
+  }
+  return "?";
+}
+
+Epilogue epilogue_from_name(const std::string& name) {
+  if (name == "none") return Epilogue::none;
+  if (name == "bias") return Epilogue::bias;
+  if (name == "bias_gelu") return Epilogue::bias_gelu;
+  throw std::invalid_argument("unknown epilogue '" + name + "' (expected none, bias or bias_gelu)");
+}
+
+const char* epilogue_name(Epilogue e) {
+  switch (e) {
+    case Epilogue::none: return "none";
+    case Epilogue::bias: return "bias";
+    case Epilogue::bias_gelu: return "bias_gelu";
   }
   return "?";
 }
@@ -97,11 +114,26 @@ __global__ void fill_random_kernel(T* data, std::int64_t count, std::uint64_t se
 // fast enough (~a few TFLOP/s) to check 8192^3 in well under a second.
 constexpr int kTile = 64, kStepK = 16, kThreads = 16;
 
+// The epilogue's bias, read as float whatever its storage (nullptr: no bias).
+struct BiasView {
+  const void* data = nullptr;
+  Elem type = Elem::f32;
+  __device__ float at(std::int64_t col) const {
+    switch (type) {
+      case Elem::f32: return static_cast<const float*>(data)[col];
+      case Elem::f16: return __half2float(static_cast<const __half*>(data)[col]);
+      case Elem::bf16: return __bfloat162float(static_cast<const __nv_bfloat16*>(data)[col]);
+      case Elem::e4m3: return float(static_cast<const __nv_fp8_e4m3*>(data)[col]);
+    }
+    return 0.0f;
+  }
+};
+
 template <class T, bool BTransposed>
 __global__ void __launch_bounds__(256) reference_gemm_kernel(const T* __restrict__ a, const T* __restrict__ b,
                                                              float* __restrict__ c, float* __restrict__ floor,
                                                              std::int64_t m, std::int64_t n, std::int64_t k,
-                                                             float scale) {
+                                                             float scale, Epilogue epilogue, BiasView bias) {
   __shared__ float as[kTile][kStepK + 1];
   __shared__ float bs[kStepK][kTile + 1];
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kThreads + tx;
@@ -154,7 +186,10 @@ __global__ void __launch_bounds__(256) reference_gemm_kernel(const T* __restrict
     for (int j = 0; j < 4; ++j) {
       const std::int64_t r = row0 + ty + kThreads * i, col = col0 + tx + kThreads * j;
       if (r < m && col < n) {
-        c[r * n + col] = scale * acc[i][j];
+        float v = scale * acc[i][j];
+        if (epilogue != Epilogue::none) v += bias.at(col);
+        if (epilogue == Epilogue::bias_gelu) v = gelu_tanh(v);
+        c[r * n + col] = v;
         floor[r * n + col] = fabsf(scale) * magnitude[i][j] * rsqrtf(float(k));
       }
     }
@@ -213,10 +248,14 @@ void reference_gemm(const RefGemm& g, cudaStream_t stream) {
     using T = typename Storage<E>::type;
     const T* a = static_cast<const T*>(g.a);
     const T* b = static_cast<const T*>(g.b);
+    if (g.epilogue != Epilogue::none && !g.bias) throw std::invalid_argument("reference_gemm: epilogue without bias");
+    const BiasView bias{g.bias, g.bias_type};
     if (g.b_transposed)
-      reference_gemm_kernel<T, true><<<grid, block, 0, stream>>>(a, b, g.c, g.floor, g.m, g.n, g.k, g.scale);
+      reference_gemm_kernel<T, true><<<grid, block, 0, stream>>>(a, b, g.c, g.floor, g.m, g.n, g.k, g.scale,
+                                                                 g.epilogue, bias);
     else
-      reference_gemm_kernel<T, false><<<grid, block, 0, stream>>>(a, b, g.c, g.floor, g.m, g.n, g.k, g.scale);
+      reference_gemm_kernel<T, false><<<grid, block, 0, stream>>>(a, b, g.c, g.floor, g.m, g.n, g.k, g.scale,
+                                                                  g.epilogue, bias);
     AISPFLOW_CUDA_CHECK_LAUNCH();
   });
 }

@@ -16,6 +16,13 @@ enum class Elem { f32, f16, bf16, e4m3 };
 int elem_bytes(Elem e);
 const char* elem_name(Elem e);
 
+// The fused output operation of a GEMM (kernels::GemmCase::epilogue): C = epi(scale * A*B + bias[col]).
+// GELU is the tanh form, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), kernels/cuda/epilogue.cuh.
+enum class Epilogue { none, bias, bias_gelu };
+// "none" | "bias" | "bias_gelu"; throws std::invalid_argument for anything else.
+Epilogue epilogue_from_name(const std::string& name);
+const char* epilogue_name(Epilogue e);
+
 // Fills count elements with values uniform in [-1, 1] with |x| >= 1/64 (as kernels/common/verify.hpp
 // does on the CPU), rounded to the element type: never zero, not even after rounding to fp8 e4m3.
 // Counter-based: the same seed gives the same values whatever the launch geometry.
@@ -32,10 +39,14 @@ struct RefGemm {
   const void* a = nullptr;
   const void* b = nullptr;
   float scale = 1.0f;          // per-tensor scales folded in (fp8: scale_a * scale_b)
+  Epilogue epilogue = Epilogue::none;
+  const void* bias = nullptr;  // [n] of bias_type, shared by every row and batch (epilogue bias, bias_gelu)
+  Elem bias_type = Elem::f32;
   float* c = nullptr;          // fp32 output [batch][m][n]
   float* floor = nullptr;      // [batch][m][n]: scale * sum_k |a * b| / sqrt(k), the error metric's floor
 };
-// The simple reference: each output element a plain fp32 sum over k of the operands converted to fp32.
+// The simple reference: each output element a plain fp32 sum over k of the operands converted to fp32, then
+// the epilogue in fp32.
 // It also writes the error floor used by compare_to_reference, so the GPU check uses the same metric as
 // the CPU float64 check (kernels/common/verify.cpp): rel = |c - r| / max(|r|, sum|a*b| / sqrt(k)).
 void reference_gemm(const RefGemm& g, cudaStream_t stream);

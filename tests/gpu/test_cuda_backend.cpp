@@ -276,7 +276,7 @@ TEST_F(CudaGpu, EveryDtypeVerifiedOnOddShapes) {
   for (const std::string dtype : {"fp32", "tf32", "fp16", "bf16", "fp8_e4m3"}) {
     for (const auto& s : shapes) {
       SCOPED_TRACE(dtype + " " + s.name);
-      const auto records = provider.run(s, dtype, quick());
+      const auto records = provider.run(GemmCase{s, dtype}, quick());
       ASSERT_EQ(records.size(), 1u);
       const GemmRecord& r = records.front();
       const bool fp8_misaligned = dtype == "fp8_e4m3" && (s.k % 16 != 0 || s.n % 16 != 0);
@@ -334,7 +334,7 @@ TEST_F(CudaGpu, CorruptedAndUnwrittenOutputsAreDetected) {
 
 TEST_F(CudaGpu, SweepKeepsEveryCandidateAndNamesTheWinner) {
   CublasLtProvider sweep(context_fn(), /*sweep=*/true);
-  const auto records = sweep.run(shape_of(1024, 1024, 1024), "bf16", quick());
+  const auto records = sweep.run(GemmCase{shape_of(1024, 1024, 1024), "bf16"}, quick());
   ASSERT_EQ(records.size(), 1u);
   const GemmRecord& r = records.front();
   ASSERT_EQ(r.status, "ok") << r.reason;
@@ -362,7 +362,7 @@ TEST_F(CudaGpu, SweepKeepsEveryCandidateAndNamesTheWinner) {
 TEST_F(CudaGpu, ShortGemmsReadColdOperands) {
   CublasLtProvider provider(context_fn(), /*sweep=*/false);
   const GemmShape s = shape_of(8, 5120, 2880);
-  const GemmRecord r = provider.run(s, "bf16", quick()).front();
+  const GemmRecord r = provider.run(GemmCase{s, "bf16"}, quick()).front();
   ASSERT_EQ(r.status, "ok") << r.reason;
   ASSERT_TRUE(r.extra.contains("operand_copies"));
   EXPECT_GT(r.extra["operand_copies"]["copies"].get<int>(), 1);

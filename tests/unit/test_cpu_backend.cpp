@@ -80,8 +80,8 @@ TEST(CpuProviders, EveryProviderIsVerifiedThenTimed) {
   const GemmShape s = shape(45, 71, 130, 2);
   for (const auto& [name, dtype] : cases) {
     GemmProvider* p = backend->provider(name);
-    ASSERT_FALSE(p->unsupported(s, dtype).has_value()) << name << " " << dtype;
-    const auto records = p->run(s, dtype, quick());
+    ASSERT_FALSE(p->unsupported(GemmCase{s, dtype}).has_value()) << name << " " << dtype;
+    const auto records = p->run(GemmCase{s, dtype}, quick());
     ASSERT_EQ(records.size(), 1u);
     const GemmRecord& r = records[0];
     EXPECT_EQ(r.status, "ok") << name << " " << dtype << ": " << r.reason;
@@ -103,29 +103,29 @@ TEST(CpuProviders, EveryProviderIsVerifiedThenTimed) {
 TEST(CpuProviders, KernelIdentityNamesTheBlocking) {
   auto backend = make_cpu_backend();
   const int mr = blocked_gemm_mr();
-  const auto r = backend->provider("cpu.blocked")->run(shape(mr + 1, 8, 8), "fp32", quick()).at(0);
+  const auto r = backend->provider("cpu.blocked")->run(GemmCase{shape(mr + 1, 8, 8), "fp32"}, quick()).at(0);
   for (const char* part : {"mc=", "nc=", "kc=", "micro=", "isa=", "threads="})
     EXPECT_NE(r.kernel.find(part), std::string::npos) << r.kernel;
-  const auto skinny = backend->provider("cpu.blocked")->run(shape(mr, 8, 8), "fp32", quick()).at(0);
+  const auto skinny = backend->provider("cpu.blocked")->run(GemmCase{shape(mr, 8, 8), "fp32"}, quick()).at(0);
   EXPECT_NE(skinny.kernel.find("skinny rows=" + std::to_string(mr)), std::string::npos) << skinny.kernel;
-  const auto o = backend->provider("cpu.openblas")->run(shape(8, 8, 8), "fp32", quick()).at(0);
+  const auto o = backend->provider("cpu.openblas")->run(GemmCase{shape(8, 8, 8), "fp32"}, quick()).at(0);
   EXPECT_NE(o.kernel.find("cblas_sgemm"), std::string::npos) << o.kernel;
 }
 
 TEST(CpuProviders, UnsupportedDtypesAndSizesSayWhy) {
   auto backend = make_cpu_backend();
-  EXPECT_EQ(backend->provider("cpu.blocked")->unsupported(shape(4, 4, 4), "bf16").value(),
+  EXPECT_EQ(backend->provider("cpu.blocked")->unsupported(GemmCase{shape(4, 4, 4), "bf16"}).value(),
             "bf16 is not supported by cpu.blocked (fp32 only)");
-  EXPECT_EQ(backend->provider("cpu.blocked")->unsupported(shape(4, 4, 4), "fp64").value(),
+  EXPECT_EQ(backend->provider("cpu.blocked")->unsupported(GemmCase{shape(4, 4, 4), "fp64"}).value(),
             "fp64 is not supported by cpu.blocked (fp32 only)");
-  EXPECT_NE(backend->provider("cpu.openblas")->unsupported(shape(4, 4, 4), "fp8_e4m3").value().find("cpu.openblas"),
+  EXPECT_NE(backend->provider("cpu.openblas")->unsupported(GemmCase{shape(4, 4, 4), "fp8_e4m3"}).value().find("cpu.openblas"),
             std::string::npos);
-  const auto big = backend->provider("cpu.naive")->unsupported(shape(4096, 4096, 4096), "fp32");
+  const auto big = backend->provider("cpu.naive")->unsupported(GemmCase{shape(4096, 4096, 4096), "fp32"});
   ASSERT_TRUE(big.has_value());
   EXPECT_EQ(big->rfind("above cpu.naive size limit (", 0), 0u) << *big;
-  EXPECT_FALSE(backend->provider("cpu.naive")->unsupported(shape(512, 512, 512), "fp32").has_value());
+  EXPECT_FALSE(backend->provider("cpu.naive")->unsupported(GemmCase{shape(512, 512, 512), "fp32"}).has_value());
   // Operands that cannot fit in memory are refused up front rather than crashing the run.
-  const auto huge = backend->provider("cpu.blocked")->unsupported(shape(1 << 20, 1 << 20, 1 << 20), "fp32");
+  const auto huge = backend->provider("cpu.blocked")->unsupported(GemmCase{shape(1 << 20, 1 << 20, 1 << 20), "fp32"});
   ASSERT_TRUE(huge.has_value());
   EXPECT_NE(huge->find("more than half of this machine's"), std::string::npos) << *huge;
 }
@@ -135,9 +135,10 @@ TEST(CpuProviders, UnsupportedDtypesAndSizesSayWhy) {
 class DropsLastKTerm final : public GemmProvider {
  public:
   std::string name() const override { return "test.wrong"; }
-  std::optional<std::string> unsupported(const GemmShape&, const std::string&) const override { return {}; }
-  std::vector<GemmRecord> run(const GemmShape& s, const std::string& dtype, const TimingPolicy& timing) override {
-    const CpuGemmJob job{name(), "drops the last k-term", s, dtype, timing};
+  std::optional<std::string> unsupported(const GemmCase&) const override { return {}; }
+  std::vector<GemmRecord> run(const GemmCase& c, const TimingPolicy& timing) override {
+    const GemmShape s = c.shape;
+    const CpuGemmJob job{name(), "drops the last k-term", s, c.dtype, timing};
     return {run_cpu_gemm(job, CpuGemmCall<float>([s, this](const float* a, const float* b, float* c) {
                            ++calls;
                            for (std::int64_t i = 0; i < s.m; ++i)
@@ -153,7 +154,7 @@ class DropsLastKTerm final : public GemmProvider {
 
 TEST(CpuProviders, WrongResultIsFailedAndNeverTimed) {
   DropsLastKTerm wrong;
-  const auto records = wrong.run(shape(16, 16, 256), "fp32", quick());
+  const auto records = wrong.run(GemmCase{shape(16, 16, 256), "fp32"}, quick());
   ASSERT_EQ(records.size(), 1u);
   const GemmRecord& r = records[0];
   EXPECT_EQ(r.status, "failed");

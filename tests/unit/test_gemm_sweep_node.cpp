@@ -27,12 +27,13 @@ class LoopProvider : public kernels::GemmProvider {
  public:
   LoopProvider(std::string name, bool drop_last_k) : name_(std::move(name)), drop_last_k_(drop_last_k) {}
   std::string name() const override { return name_; }
-  std::optional<std::string> unsupported(const GemmShape&, const std::string& dtype) const override {
-    if (dtype != "fp32") return dtype + " is not supported by " + name_;
-    return std::nullopt;
+  std::optional<std::string> unsupported(const kernels::GemmCase& c) const override {
+    if (c.dtype != "fp32") return c.dtype + " is not supported by " + name_;
+    return kernels::unless_plain(name_, c);
   }
-  std::vector<GemmRecord> run(const GemmShape& shape, const std::string& dtype, const TimingPolicy& timing) override {
-    kernels::CpuGemmJob job{name_, "triple loop", shape, dtype, timing};
+  std::vector<GemmRecord> run(const kernels::GemmCase& c, const TimingPolicy& timing) override {
+    const GemmShape& shape = c.shape;
+    kernels::CpuGemmJob job{name_, "triple loop", shape, c.dtype, timing};
     const std::int64_t m = shape.m, n = shape.n, k = shape.k, k_end = drop_last_k_ ? k - 1 : k;
     return {kernels::run_cpu_gemm(job, [=](const float* a, const float* b, float* c) {
       for (std::int64_t i = 0; i < m; ++i)
@@ -53,12 +54,12 @@ class LoopProvider : public kernels::GemmProvider {
 class OverconfidentProvider : public kernels::GemmProvider {
  public:
   std::string name() const override { return "test.overconfident"; }
-  std::optional<std::string> unsupported(const GemmShape&, const std::string&) const override { return std::nullopt; }
-  std::vector<GemmRecord> run(const GemmShape& shape, const std::string& dtype, const TimingPolicy&) override {
+  std::optional<std::string> unsupported(const kernels::GemmCase&) const override { return std::nullopt; }
+  std::vector<GemmRecord> run(const kernels::GemmCase& c, const TimingPolicy&) override {
     GemmRecord r;
     r.provider = name();
-    r.shape = shape;
-    r.dtype = dtype;
+    r.shape = c.shape;
+    r.dtype = c.dtype;
     r.status = "ok";
     r.verified = false;
     r.time = kernels::summarize({1.0, 1.0, 1.0}, 0.02);
@@ -69,8 +70,8 @@ class OverconfidentProvider : public kernels::GemmProvider {
 class ThrowingProvider : public kernels::GemmProvider {
  public:
   std::string name() const override { return "test.throws"; }
-  std::optional<std::string> unsupported(const GemmShape&, const std::string&) const override { return std::nullopt; }
-  std::vector<GemmRecord> run(const GemmShape&, const std::string&, const TimingPolicy&) override {
+  std::optional<std::string> unsupported(const kernels::GemmCase&) const override { return std::nullopt; }
+  std::vector<GemmRecord> run(const kernels::GemmCase&, const TimingPolicy&) override {
     throw std::runtime_error("out of device memory");
   }
 };
@@ -166,6 +167,26 @@ TEST(GemmSweep, WrongProviderFailsUntimedRightProviderIsOkAndTimed) {
   // Shape-major order: both providers' results for one shape sit together.
   EXPECT_EQ(out["records"][0]["shape"]["name"], "odd");
   EXPECT_EQ(out["records"][1]["shape"]["name"], "odd");
+}
+
+// The layout and epilogue axes multiply the cases; a provider that offers only nn/none skips the others with
+// its reason, and every record says which layout and epilogue it is.
+TEST(GemmSweep, LayoutAndEpilogueAxesAreRecordedAndUnsupportedOnesSkip) {
+  FakeBackend backend;
+  SweepPlan plan{{"test.right"}, {shape("s", 8, 8, 8)}, {"fp32"}, quick_timing(), {"nn", "nt"}, {"none", "bias_gelu"}};
+  const json out = run_sweep(backend, plan);
+  ASSERT_EQ(out["records"].size(), 4u);
+  int ok = 0;
+  for (const auto& r : out["records"]) {
+    ASSERT_TRUE(r.contains("layout") && r.contains("epilogue")) << r.dump();
+    const bool plain = r["layout"] == "nn" && r["epilogue"] == "none";
+    EXPECT_EQ(r["status"], plain ? "ok" : "skipped") << r.dump();
+    if (!plain) EXPECT_NE(r["reason"].get<std::string>().find("test.right offers"), std::string::npos) << r.dump();
+    ok += plain ? 1 : 0;
+  }
+  EXPECT_EQ(ok, 1);
+  EXPECT_EQ(out["layouts"], json({"nn", "nt"}));
+  EXPECT_EQ(out["epilogues"], json({"none", "bias_gelu"}));
 }
 
 TEST(GemmSweep, SkipsAndDistrustsWithReasons) {
@@ -286,6 +307,9 @@ TEST(GemmSweepNode, CheckParamsAndRequirements) {
   EXPECT_NE(node->check_params({{"shapes", {{{"name", "x"}, {"m", 0}, {"n", 1}, {"k", 1}}}}}).find("shapes[0]"),
             std::string::npos);
   EXPECT_NE(node->check_params({{"max_shapes", 0}}).find("max_shapes"), std::string::npos);
+  EXPECT_EQ(node->check_params({{"layout", "nt"}, {"epilogue", {"none", "bias_gelu"}}}), "");
+  EXPECT_NE(node->check_params({{"layout", "tn"}}).find("layout: unknown value 'tn'"), std::string::npos);
+  EXPECT_NE(node->check_params({{"epilogue", {"gelu"}}}).find("epilogue: unknown value 'gelu'"), std::string::npos);
   // A sweep of GPU providers only needs a GPU; a mixed list, CPU ones and auto do not (on a machine
   // without a GPU its GPU providers give skipped records). A misspelt GPU provider is caught too.
   EXPECT_EQ(node->requirements({{"providers", {"cublaslt", "cublaslt.sweep"}}}).gpus, 1);

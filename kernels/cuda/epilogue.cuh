@@ -1,0 +1,16 @@
+#pragma once
+// Device-side epilogue math shared by the reference GEMM and every aispflow kernel, so that the check and the
+// kernels compute the same function (only their rounding differs).
+#include <cuda_runtime.h>
+
+namespace aispflow::kernels::cuda {
+
+// GELU in its tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). This is the form cuBLASLt's GELU
+// epilogue and the frameworks' "fast GELU" compute; the erf form differs from it by up to ~1e-3.
+__host__ __device__ inline float gelu_tanh(float x) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  const float inner = kSqrt2OverPi * (x + 0.044715f * x * x * x);
+  return 0.5f * x * (1.0f + tanhf(inner));
+}
+
+}  // namespace aispflow::kernels::cuda
