@@ -1,0 +1,87 @@
+// Developer probe for ours.wgmma / ours.cluster configurations: for each (configuration, shape, dtype, layout,
+// epilogue) it verifies the kernel against the reference (poisoned output, every element) and, if correct,
+// times it and cuBLASLt's heuristic top algorithm on the same problem, interleaved, L2 flushed. Prints one line
+// each. It is the quick loop for kernel work; the evidence comes from the workflows (gemm_sweep records).
+//   hopper_probe [filter]   only configurations whose name contains `filter`
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "kernels/cuda/context.hpp"
+#include "kernels/cuda/cublaslt_gemm.hpp"
+#include "kernels/cuda/device.hpp"
+#include "kernels/cuda/ours/hopper_kernels.hpp"
+
+using namespace aispflow::kernels;
+using namespace aispflow::kernels::cuda;
+
+int main(int argc, char** argv) {
+  const std::string filter = argc > 1 ? argv[1] : "";
+  if (system_info().devices.empty()) {
+    std::printf("no GPU: %s\n", system_info().why_no_device.c_str());
+    return 0;
+  }
+  GpuContext ctx(0);
+  struct Case { std::int64_t m, n, k; const char* dtype; const char* layout; const char* epi; };
+  const Case cases[] = {
+      {1, 1, 8, "bf16", "nt", "none"},          {17, 2880, 40, "bf16", "nt", "bias"},
+      {17, 2880, 40, "bf16", "nn", "bias_gelu"}, {4096, 4096, 4096, "bf16", "nt", "none"},
+      {4096, 4096, 4096, "bf16", "nn", "none"},  {8192, 8192, 8192, "bf16", "nt", "none"},
+      {4096, 2880, 2880, "bf16", "nt", "none"},  {4096, 5120, 2880, "bf16", "nt", "none"},
+      {128, 8192, 8192, "bf16", "nt", "none"},   {1, 5120, 2880, "bf16", "nt", "none"},
+      {4096, 4096, 4096, "fp8_e4m3", "nt", "none"}, {8192, 8192, 8192, "fp8_e4m3", "nt", "none"},
+      {4096, 4096, 4096, "bf16", "nt", "bias_gelu"}, {300, 2880, 2880, "fp8_e4m3", "nt", "bias_gelu"},
+  };
+  TimingPolicy timing;
+  timing.budget_s = 0.3;
+  timing.max_samples = 40;
+  std::vector<std::unique_ptr<OurKernel>> kernels = ours::wgmma_kernels();
+  for (auto& k : ours::cluster_kernels()) kernels.push_back(std::move(k));
+  std::mt19937_64 rng(42);
+  for (const Case& cs : cases) {
+    GemmShape s;
+    s.m = cs.m; s.n = cs.n; s.k = cs.k;
+    s.name = std::to_string(cs.m) + "x" + std::to_string(cs.n) + "x" + std::to_string(cs.k);
+    const GemmCase gc{s, cs.dtype, cs.layout, cs.epi};
+    const LtDtype spec = *lt_dtype(cs.dtype);
+    GemmProblem problem(s, spec, rng(), ctx.stream(), 1, GemmVariant::of(gc));
+    double lt_ms = -1;
+    try {
+      LtPlan plan(ctx, problem);
+      auto cands = plan.candidates(1);
+      if (!cands.empty()) {
+        auto algo = cands.front().algo;
+        lt_ms = ctx.harness().time(timing, [&](cudaStream_t st) { plan.run(algo, st, 0); }).stats.median_ms;
+      }
+    } catch (const std::exception& e) { std::printf("cublasLt: %s\n", e.what()); }
+    const double flops = s.flops();
+    std::printf("== %s %s %s %s  cublasLt %.4f ms %.1f TFLOP/s\n", s.name.c_str(), cs.dtype, cs.layout, cs.epi, lt_ms,
+                lt_ms > 0 ? flops / lt_ms / 1e9 : 0.0);
+    for (auto& k : kernels) {
+      const std::string id = k->config()["name"].get<std::string>() + " " + k->identity(gc).substr(0, 12);
+      if (!filter.empty() && id.find(filter) == std::string::npos) continue;
+      if (auto why = k->unsupported(gc)) continue;
+      try {
+        BoundLaunch launch = k->bind(problem);
+        problem.poison_output(ctx.stream());
+        launch(ctx.stream(), 0);
+        AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+        const Comparison cmp = problem.check_output(ctx.stream());
+        const bool ok = cmp.non_finite == 0 && cmp.max_rel_err <= problem.tolerance();
+        if (!ok) {
+          std::printf("  %-40s FAILED %s (tol %.3g)\n", id.c_str(), cmp.describe(s.n).c_str(), problem.tolerance());
+          continue;
+        }
+        const double ms = ctx.harness().time(timing, [&](cudaStream_t st) { launch(st, 0); }).stats.median_ms;
+        std::printf("  %-40s ok err %.2e  %.4f ms %.1f TFLOP/s  %.3fx cublasLt\n", id.c_str(), cmp.max_rel_err, ms,
+                    flops / ms / 1e9, lt_ms > 0 ? lt_ms / ms : 0.0);
+      } catch (const std::exception& e) {
+        std::printf("  %-40s ERROR %s\n", id.c_str(), e.what());
+        cudaGetLastError();
+      }
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,358 @@
+#pragma once
+// The device side of ours.wgmma and ours.cluster: one Hopper GEMM kernel template.
+//
+//   C[b][M x N] = epilogue(scale * A[b][M x K] * B[b] + bias),  A row-major (K-major), B either K-major
+//   (layout nt: stored N x K) or MN-major (layout nn: stored K x N), C bf16 row-major.
+//
+// One CTA = 3 warpgroups (384 threads) computing a 128 x BN tile:
+//   warpgroup 0, the producer: one thread issues TMA loads of A and B k-tiles (128 bytes of K per row, 128-byte
+//     swizzle) into a ring of STAGES shared-memory stages; `full[s]` (an mbarrier with a transaction count)
+//     completes when a stage's bytes have landed, `empty[s]` when every consumer that reads it is done;
+//   warpgroups 1 and 2, the consumers: each runs wgmma.mma_async on 64 rows x BN columns (fp32 accumulators in
+//     registers), one k-tile's group in flight while the next is issued, and releases a stage as soon as the
+//     group that read it has retired. The epilogue scales, adds the bias, applies GELU, converts to bf16, writes
+//     64 x 64 chunks into 128-byte-swizzled shared memory (bank-conflict free) and TMA-stores them.
+// Register budget: setmaxnreg gives the producer 56 registers and each consumer thread 224 (BN/2 accumulators).
+//
+// Clusters (ours.cluster): cluster_m x cluster_n CTAs (2x1 or 1x2) work on neighbouring tiles that share B
+// (2x1: same columns) or A (1x2: same rows). Each CTA loads a slice of the shared operand and multicasts it to the
+// cluster, so every shared k-tile leaves HBM/L2 once per cluster instead of once per CTA. A stage may be refilled
+// only when the consumers of every CTA it is multicast into are done with it: consumers arrive on the `empty`
+// barrier of every CTA in the cluster.
+//
+// Work decomposition: a work item is (split, batch, cluster tile). A persistent grid (one cluster per
+// co-resident slot) walks work items with stride = number of clusters; cluster tiles are visited in bands of
+// `raster_group` cluster-rows, column by column, so that consecutive work items share A rows and B columns in L2.
+// With split-K (skinny decode shapes), each split writes fp32 partials and a second kernel reduces them and runs
+// the epilogue.
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/cuda/check.hpp"
+#include "kernels/cuda/epilogue.cuh"
+#include "kernels/cuda/ours/hopper_params.hpp"
+#include "kernels/cuda/ours/hopper_ptx.cuh"
+#include "kernels/cuda/ours/wgmma_ops.cuh"
+
+namespace aispflow::kernels::cuda::ours {
+
+
+template <bool Fp8, int BN>
+struct HopperShape {
+  static constexpr int kBlockK = Fp8 ? 128 : 64;                     // elements of K per stage (128 bytes)
+  static constexpr int kKStep = Fp8 ? 32 : 16;                       // K per wgmma instruction
+  static constexpr int kStageBytes = (kBlockM + BN) * kRowBytes;
+  static constexpr int kEpilogueBytes = 2 * 2 * kChunkBytes;         // 2 consumers x double buffer
+  static constexpr int kBarrierBytes = 256;
+  static constexpr int kStages = ((kSmemLimit - 1024 - kEpilogueBytes - kBarrierBytes) / kStageBytes) > 8
+                                     ? 8
+                                     : (kSmemLimit - 1024 - kEpilogueBytes - kBarrierBytes) / kStageBytes;
+  static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + kEpilogueBytes + kBarrierBytes;
+  static_assert(kStages >= 2, "tile too large for shared memory");
+  static_assert(kSmemBytes <= kSmemLimit, "shared memory budget");
+};
+
+// Work item -> (split, batch, cluster row, cluster column), rasterized in bands of `group` cluster-rows.
+struct WorkTile {
+  int split, batch, cm, cn;
+};
+__device__ __forceinline__ WorkTile decode_work(const HopperParams& p, int w) {
+  const int per_split = p.batch * p.cm_tiles * p.cn_tiles;
+  WorkTile t;
+  t.split = w / per_split;
+  int rest = w % per_split;
+  const int per_batch = p.cm_tiles * p.cn_tiles;
+  t.batch = rest / per_batch;
+  rest %= per_batch;
+  const int band = p.raster_group * p.cn_tiles;
+  const int first = (rest / band) * p.raster_group;
+  const int rows = min(p.raster_group, p.cm_tiles - first);
+  const int local = rest % band;
+  t.cm = first + local % rows;
+  t.cn = local / rows;
+  return t;
+}
+
+__device__ __forceinline__ std::uint32_t pack_bf16x2(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const std::uint32_t*>(&v);
+}
+
+__device__ __forceinline__ float apply_epilogue(float v, int col, const HopperParams& p) {
+  if (p.epilogue != 0 && col < p.n) v += __bfloat162float(static_cast<const __nv_bfloat16*>(p.bias)[col]);
+  if (p.epilogue == 2) v = gelu_tanh(v);
+  return v;
+}
+
+template <bool Fp8, int BN, bool BMnMajor>
+__global__ void __launch_bounds__(kThreads, 1)
+    hopper_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+                       const __grid_constant__ CUtensorMap map_c, const HopperParams p) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using Shape = HopperShape<Fp8, BN>;
+  constexpr int kStages = Shape::kStages;
+  constexpr int kBlockK = Shape::kBlockK;
+  constexpr int kASlab = kBlockM * kRowBytes;          // A bytes per stage
+  constexpr int kBSlab = BN * kRowBytes;               // B bytes per stage
+  constexpr int kAcc = BN / 2;                         // accumulators per consumer thread
+
+  extern __shared__ std::uint8_t smem_raw[];
+  // 128-byte swizzled tiles must start on 1024-byte boundaries; every CTA computes the same offset, which the
+  // multicast relies on.
+  std::uint8_t* smem = reinterpret_cast<std::uint8_t*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) &
+                                                       ~std::uintptr_t(1023));
+  std::uint8_t* stage_a = smem;
+  std::uint8_t* stage_b = smem + kStages * kASlab;
+  std::uint8_t* chunks = stage_b + kStages * kBSlab;
+  auto* full = reinterpret_cast<std::uint64_t*>(chunks + Shape::kEpilogueBytes);
+  std::uint64_t* empty = full + kStages;
+
+  const int warpgroup = threadIdx.x / 128;
+  const int cluster_size = p.cluster_m * p.cluster_n;
+  const int rank = int(cluster_cta_rank());
+  const int rank_m = rank % p.cluster_m, rank_n = rank / p.cluster_m;
+  const int cluster_id = int(blockIdx.x) / cluster_size;
+  const int clusters = int(gridDim.x) / cluster_size;
+
+  if (threadIdx.x == 0) {
+    prefetch_tensormap(&map_a);
+    prefetch_tensormap(&map_b);
+    prefetch_tensormap(&map_c);
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], 2 * cluster_size);   // both consumer warpgroups of every CTA reading the stage
+    }
+    fence_mbarrier_init();
+  }
+  cluster_sync();
+
+  if (warpgroup == 0) {
+    // ---------------- producer ----------------
+    setmaxnreg_dec<56>();
+    if (threadIdx.x == 0) {
+      // CTAs that share B (same columns: same rank_n) and those that share A (same rows: same rank_m).
+      std::uint16_t mask_b = 0, mask_a = 0;
+      for (int i = 0; i < p.cluster_m; ++i) mask_b |= std::uint16_t(1u << (rank_n * p.cluster_m + i));
+      for (int j = 0; j < p.cluster_n; ++j) mask_a |= std::uint16_t(1u << (j * p.cluster_m + rank_m));
+      const int a_rows = kBlockM / p.cluster_n;       // this CTA's slice of the shared A tile
+      const int b_rows = BN / p.cluster_m;            // ... of the shared B tile (K-major B)
+      std::uint32_t it = 0;
+      for (int w = cluster_id; w < p.total_work; w += clusters) {
+        const WorkTile t = decode_work(p, w);
+        const int m0 = (t.cm * p.cluster_m + rank_m) * kBlockM;
+        const int n0 = (t.cn * p.cluster_n + rank_n) * BN;
+        const int k_begin = t.split * p.k_tiles_per_split;
+        const int k_end = min(k_begin + p.k_tiles_per_split, p.k_tiles);
+        for (int kt = k_begin; kt < k_end; ++kt, ++it) {
+          const int s = int(it % kStages);
+          const std::uint32_t phase = (it / kStages) & 1;
+          mbar_wait(&empty[s], phase ^ 1);
+          mbar_arrive_expect_tx(&full[s], Shape::kStageBytes);
+          std::uint8_t* a_dst = stage_a + s * kASlab;
+          std::uint8_t* b_dst = stage_b + s * kBSlab;
+          const int kx = kt * kBlockK;
+          if (p.cluster_n == 1)
+            tma_load(a_dst, &map_a, &full[s], kx, m0, t.batch);
+          else
+            tma_load_multicast(a_dst + rank_n * a_rows * kRowBytes, &map_a, &full[s], kx, m0 + rank_n * a_rows,
+                               t.batch, mask_a);
+          if constexpr (!BMnMajor) {
+            if (p.cluster_m == 1)
+              tma_load(b_dst, &map_b, &full[s], kx, n0, t.batch);
+            else
+              tma_load_multicast(b_dst + rank_m * b_rows * kRowBytes, &map_b, &full[s], kx, n0 + rank_m * b_rows,
+                                 t.batch, mask_b);
+          } else {
+            // MN-major B: BN/64 boxes of 64 columns x kBlockK rows, each 8 KB; box j goes to offset j * 8 KB.
+            for (int j = 0; j < BN / 64; ++j) {
+              if (j % p.cluster_m != rank_m) continue;
+              std::uint8_t* dst = b_dst + j * (kBlockK * kRowBytes);
+              if (p.cluster_m == 1)
+                tma_load(dst, &map_b, &full[s], n0 + 64 * j, kx, t.batch);
+              else
+                tma_load_multicast(dst, &map_b, &full[s], n0 + 64 * j, kx, t.batch, mask_b);
+            }
+          }
+        }
+      }
+    }
+  } else {
+    // ---------------- consumers ----------------
+    setmaxnreg_inc<224>();
+    const int wg = warpgroup - 1;                  // rows [64 wg, 64 wg + 64) of the tile
+    const int tid = threadIdx.x % 128;
+    const int warp = tid / 32, lane = tid % 32;
+    const float scale = (Fp8 && p.scale_a && p.scale_b) ? (*p.scale_a) * (*p.scale_b) : 1.0f;
+    std::uint32_t it = 0, chunk_counter = 0;
+    float acc[kAcc];
+    for (int w = cluster_id; w < p.total_work; w += clusters) {
+      const WorkTile t = decode_work(p, w);
+      const int m0 = (t.cm * p.cluster_m + rank_m) * kBlockM;
+      const int n0 = (t.cn * p.cluster_n + rank_n) * BN;
+      const int k_begin = t.split * p.k_tiles_per_split;
+      const int k_end = min(k_begin + p.k_tiles_per_split, p.k_tiles);
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
+      // Tells every CTA that reads stage `s` (its own consumers and, under multicast, its peers') that this
+      // warpgroup is done with it.
+      auto release = [&](int s) {
+        if (tid != 0) return;
+        if (cluster_size == 1)
+          mbar_arrive(&empty[s]);
+        else
+          for (int r = 0; r < cluster_size; ++r) mbar_arrive_cluster(&empty[s], std::uint32_t(r));
+      };
+      auto issue = [&](float (&d)[kAcc], const std::uint8_t* a, const std::uint8_t* b, bool accumulate_first) {
+#pragma unroll
+        for (int kk = 0; kk < kBlockK / Shape::kKStep; ++kk) {
+          const std::uint64_t desc_a = smem_desc(a + kk * 32, 16, 1024);
+          std::uint64_t desc_b;
+          if constexpr (BMnMajor)
+            desc_b = smem_desc(b + kk * Shape::kKStep * kRowBytes, kBlockK * kRowBytes, 1024);
+          else
+            desc_b = smem_desc(b + kk * 32, 16, 1024);
+          wgmma<Fp8, BN, BMnMajor ? 1 : 0>(d, desc_a, desc_b, (accumulate_first || kk > 0) ? 1 : 0);
+        }
+      };
+      if constexpr (!Fp8) {
+        // bf16: the tensor cores accumulate in fp32. One k-tile's group stays in flight while the next is issued;
+        // a stage is released as soon as the group that read it has retired.
+        int previous_stage = -1;
+        for (int kt = k_begin; kt < k_end; ++kt, ++it) {
+          const int s = int(it % kStages);
+          mbar_wait(&full[s], (it / kStages) & 1);
+          wgmma_fence();
+          fence_registers(acc);
+          issue(acc, stage_a + s * kASlab + wg * 64 * kRowBytes, stage_b + s * kBSlab, kt > k_begin);
+          wgmma_commit();
+          wgmma_wait<1>();
+          fence_registers(acc);
+          if (previous_stage >= 0) release(previous_stage);
+          previous_stage = s;
+        }
+        wgmma_wait<0>();
+        fence_registers(acc);
+        if (previous_stage >= 0) release(previous_stage);
+      } else {
+        // fp8: Hopper's fp8 wgmma accumulates with fewer mantissa bits than fp32 (about 1.5% error at K = 4096 on
+        // random data, far outside the fp8 tolerance). Each k-tile (K = 128) is therefore accumulated in a
+        // temporary and promoted into the fp32 accumulators (what DeepGEMM and CUTLASS's fp8 "promotion" do). The
+        // wait for the temporary is hidden by the other consumer warpgroup's wgmmas.
+        float part[kAcc];
+        for (int kt = k_begin; kt < k_end; ++kt, ++it) {
+          const int s = int(it % kStages);
+          mbar_wait(&full[s], (it / kStages) & 1);
+          wgmma_fence();
+          fence_registers(part);
+          issue(part, stage_a + s * kASlab + wg * 64 * kRowBytes, stage_b + s * kBSlab, false);
+          wgmma_commit();
+          wgmma_wait<0>();
+          fence_registers(part);
+          release(s);
+#pragma unroll
+          for (int i = 0; i < kAcc; ++i) acc[i] += part[i];
+        }
+      }
+
+      // Accumulator layout of wgmma m64nN (fp32): register 4j + 2h + e of lane l in warp w holds
+      // row 16 w + l/4 + 8 h, column 8 j + 2 (l % 4) + e.
+      const int row_in_wg = warp * 16 + lane / 4;
+      if (p.splits > 1) {
+        float* out = p.partials + (std::int64_t(t.split) * p.batch + t.batch) * std::int64_t(p.m) * p.n;
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int row = m0 + wg * 64 + row_in_wg + 8 * h, col = n0 + 8 * j + 2 * (lane % 4);
+            if (row < p.m && col < p.n) {   // n is even (16-byte rows), so col + 1 < n as well
+              *reinterpret_cast<float2*>(out + std::int64_t(row) * p.n + col) =
+                  make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+            }
+          }
+        continue;
+      }
+#pragma unroll
+      for (int c = 0; c < BN / kChunkCols; ++c, ++chunk_counter) {
+        std::uint8_t* buf = chunks + (wg * 2 + (chunk_counter & 1)) * kChunkBytes;
+        if (tid == 0) tma_store_wait_read<1>();   // the store that last used this buffer has read it
+        named_barrier(1 + wg, 128);
+#pragma unroll
+        for (int jj = 0; jj < 8; ++jj) {
+          const int j = c * 8 + jj;
+          const int col = n0 + 8 * j + 2 * (lane % 4);
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int r = row_in_wg + 8 * h;
+            const float v0 = apply_epilogue(scale * acc[4 * j + 2 * h], col, p);
+            const float v1 = apply_epilogue(scale * acc[4 * j + 2 * h + 1], col + 1, p);
+            const int offset = r * 128 + ((jj ^ (r & 7)) << 4) + 4 * (lane % 4);
+            *reinterpret_cast<std::uint32_t*>(buf + offset) = pack_bf16x2(v0, v1);
+          }
+        }
+        fence_proxy_async_smem();
+        named_barrier(1 + wg, 128);
+        if (tid == 0) {
+          tma_store(&map_c, buf, n0 + c * kChunkCols, m0 + wg * 64, t.batch);
+          tma_store_commit();
+        }
+      }
+    }
+    if (tid == 0) tma_store_wait_all<0>();
+  }
+  // No CTA may leave while a peer can still multicast into its shared memory or arrive on its barriers.
+  cluster_sync();
+#endif
+}
+
+// Host side of one instance: sets its shared-memory limit (outside any graph capture), launches it, and asks
+// how many clusters of a size can be co-resident (the persistent grid's size).
+template <bool Fp8, int BN, bool BMnMajor>
+HopperInstance hopper_instance_of() {
+  HopperInstance inst;
+  inst.smem_bytes = HopperShape<Fp8, BN>::kSmemBytes;
+  inst.stages = HopperShape<Fp8, BN>::kStages;
+  inst.block_k = HopperShape<Fp8, BN>::kBlockK;
+  inst.prepare = [] {
+    AISPFLOW_CUDA_CHECK(cudaFuncSetAttribute(hopper_gemm_kernel<Fp8, BN, BMnMajor>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             HopperShape<Fp8, BN>::kSmemBytes));
+  };
+  inst.max_clusters = [](int cluster_size) {
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(unsigned(cluster_size) * 132, 1, 1);
+    cfg.blockDim = dim3(kThreads, 1, 1);
+    cfg.dynamicSmemBytes = HopperShape<Fp8, BN>::kSmemBytes;
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = unsigned(cluster_size);
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    int clusters = 0;
+    AISPFLOW_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, hopper_gemm_kernel<Fp8, BN, BMnMajor>, &cfg));
+    return clusters;
+  };
+  inst.launch = [](const HopperLaunchArgs& args, cudaStream_t stream) {
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(unsigned(args.ctas), 1, 1);
+    cfg.blockDim = dim3(kThreads, 1, 1);
+    cfg.dynamicSmemBytes = HopperShape<Fp8, BN>::kSmemBytes;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = unsigned(args.params.cluster_m * args.params.cluster_n);
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    AISPFLOW_CUDA_CHECK(
+        cudaLaunchKernelEx(&cfg, hopper_gemm_kernel<Fp8, BN, BMnMajor>, *args.a, *args.b, *args.c, args.params));
+  };
+  return inst;
+}
+
+}  // namespace aispflow::kernels::cuda::ours

@@ -1,0 +1,275 @@
+// Host side of ours.wgmma and ours.cluster: their configurations, what each can run, tensor maps, grid and
+// split-K choice, and the launch (device code: hopper_gemm.cuh, compiled in hopper_instances_*.cu).
+#include "kernels/cuda/ours/hopper_kernels.hpp"
+
+#include <cuda_bf16.h>
+#include <cudaTypedefs.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "kernels/cuda/check.hpp"
+#include "kernels/cuda/cublaslt_gemm.hpp"
+#include "kernels/cuda/device.hpp"
+#include "kernels/cuda/device_buffer.hpp"
+#include "kernels/cuda/epilogue.cuh"
+#include "kernels/cuda/ours/hopper_params.hpp"
+
+namespace aispflow::kernels::cuda::ours {
+
+HopperInstance hopper_instance_bf16_kmajor(int block_n);
+HopperInstance hopper_instance_bf16_mnmajor(int block_n);
+HopperInstance hopper_instance_fp8(int block_n);
+
+HopperInstance hopper_instance(bool fp8, int block_n, bool b_mn_major) {
+  HopperInstance inst = fp8          ? hopper_instance_fp8(block_n)
+                        : b_mn_major ? hopper_instance_bf16_mnmajor(block_n)
+                                     : hopper_instance_bf16_kmajor(block_n);
+  if (!inst.launch) throw std::invalid_argument("no Hopper GEMM instance with block N " + std::to_string(block_n));
+  return inst;
+}
+
+namespace {
+
+// Split-K second pass: sums the splits' fp32 partials, then the epilogue, bf16 out.
+__global__ void splitk_reduce_kernel(const HopperParams p, __nv_bfloat16* c) {
+  const std::int64_t count = std::int64_t(p.batch) * p.m * p.n;
+  const float scale = (p.scale_a && p.scale_b) ? (*p.scale_a) * (*p.scale_b) : 1.0f;
+  const auto* bias = static_cast<const __nv_bfloat16*>(p.bias);
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    float sum = 0.0f;
+    for (int s = 0; s < p.splits; ++s) sum += p.partials[s * count + i];
+    float v = scale * sum;
+    if (p.epilogue != 0) v += __bfloat162float(bias[i % p.n]);
+    if (p.epilogue == 2) v = gelu_tanh(v);
+    c[i] = __float2bfloat16_rn(v);
+  }
+}
+
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    AISPFLOW_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess || !p)
+      throw CudaError("the CUDA driver has no cuTensorMapEncodeTiled (TMA needs a CUDA 12+ driver)");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  }();
+  return fn;
+}
+
+// A 3-D (inner, outer, batch) row-major tensor with 128-byte swizzled boxes of box_inner x box_outer.
+CUtensorMap tensor_map(const void* base, CUtensorMapDataType type, int elem_bytes, std::int64_t inner,
+                       std::int64_t outer, std::int64_t batch, int box_inner, int box_outer) {
+  const cuuint64_t dims[3] = {cuuint64_t(inner), cuuint64_t(outer), cuuint64_t(batch)};
+  const cuuint64_t strides[2] = {cuuint64_t(inner * elem_bytes), cuuint64_t(inner * outer * elem_bytes)};
+  const cuuint32_t box[3] = {cuuint32_t(box_inner), cuuint32_t(box_outer), 1};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  CUtensorMap map{};
+  const CUresult r = tensor_map_encoder()(&map, type, 3, const_cast<void*>(base), dims, strides, box, element_strides,
+                                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                          CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw CudaError("cuTensorMapEncodeTiled failed (CUresult " + std::to_string(int(r)) + ") for a " +
+                    std::to_string(inner) + " x " + std::to_string(outer) + " x " + std::to_string(batch) +
+                    " tensor, box " + std::to_string(box_inner) + " x " + std::to_string(box_outer));
+  return map;
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+const DeviceInfo* first_device() {
+  const auto& sys = system_info();
+  return sys.devices.empty() ? nullptr : &sys.devices.front();
+}
+
+// Everything bind() computes for one problem: the launch shape, and per operand copy its tensor maps.
+struct Plan {
+  HopperInstance instance;
+  HopperParams params;
+  int ctas = 0;
+  std::vector<CUtensorMap> maps;   // 3 per copy: A, B, C
+  std::vector<void*> outputs;      // C per copy (the split-K reduce writes it)
+  DeviceBuffer partials;
+};
+
+class HopperGemm final : public OurKernel {
+ public:
+  explicit HopperGemm(HopperConfig config) : config_(std::move(config)) {}
+
+  std::string identity(const GemmCase& c) const override {
+    const bool mn = c.layout == "nn" && !config_.fp8;
+    char text[512];
+    std::snprintf(text, sizeof text,
+                  "%s %s %s tile 128x%dx%d stages %d cluster %dx%d %s split-k %d; wgmma m64n%dk%d from %s-major B, "
+                  "TMA loads (128B swizzle%s), 1 producer + 2 consumer warpgroups, epilogue %s",
+                  config_.family.c_str(), c.dtype.c_str(), c.layout.c_str(), config_.block_n, config_.fp8 ? 128 : 64,
+                  stages(), config_.cluster_m, config_.cluster_n,
+                  config_.persistent ? ("persistent raster " + std::to_string(config_.raster_group)).c_str()
+                                     : "one tile per CTA",
+                  splits_for(c.shape), config_.block_n, config_.fp8 ? 32 : 16, mn ? "MN" : "K",
+                  config_.cluster_m * config_.cluster_n > 1 ? ", cluster multicast" : "",
+                  splits_for(c.shape) > 1 ? "fp32 partials + reduce kernel" : "bf16 via swizzled smem + TMA store");
+    return text;
+  }
+
+  nlohmann::json config() const override {
+    return {{"name", config_.name()},     {"tile", {kBlockM, config_.block_n, config_.fp8 ? 128 : 64}},
+            {"stages", stages()},         {"cluster", {config_.cluster_m, config_.cluster_n}},
+            {"persistent", config_.persistent}, {"raster_group", config_.raster_group},
+            {"split_k", config_.split_k == 0 ? nlohmann::json("auto") : nlohmann::json(config_.split_k)}};
+  }
+
+  std::optional<std::string> unsupported(const GemmCase& c) const override {
+    const std::string want = config_.fp8 ? "fp8_e4m3" : "bf16";
+    if (c.dtype != want) return config_.family + " " + config_.name() + " runs " + want + ", not " + c.dtype;
+    const DeviceInfo* d = first_device();
+    if (!d) return std::string("no CUDA device");
+    if (d->compute_capability() != 90)
+      return "requires sm_90a (Hopper wgmma and TMA); found sm_" + std::to_string(d->compute_capability()) + " on " +
+             d->name;
+    const auto& s = c.shape;
+    const int ab_bytes = config_.fp8 ? 1 : 2;
+    // TMA addresses rows in 16-byte units: every row stride must be a multiple of 16 bytes.
+    if ((s.k * ab_bytes) % 16 != 0)
+      return "TMA needs 16-byte aligned rows: K=" + std::to_string(s.k) + " is not a multiple of " +
+             std::to_string(16 / ab_bytes) + " for " + c.dtype;
+    if (s.n % 8 != 0)
+      return "TMA needs 16-byte aligned rows of C (and of B in layout nn): N=" + std::to_string(s.n) +
+             " is not a multiple of 8";
+    if (s.m > (1LL << 31) - 1 || s.n > (1LL << 31) - 1 || s.k > (1LL << 31) - 1) return std::string("dimension above 2^31");
+    if (config_.cluster_m * config_.cluster_n > 1 && !config_.persistent)
+      return std::string("clusters are only built persistent");   // a configuration error, never reached
+    return std::nullopt;
+  }
+
+  BoundLaunch bind(const GemmProblem& problem) const override {
+    auto plan = std::make_shared<Plan>();
+    const auto& s = problem.shape();
+    const bool mn = !problem.b_transposed();   // B stored K x N: MN-major
+    if (mn && config_.fp8) throw std::invalid_argument("fp8 wgmma needs K-major B");
+    plan->instance = hopper_instance(config_.fp8, config_.block_n, mn);
+    plan->instance.prepare();
+    const int bk = plan->instance.block_k;
+
+    HopperParams& p = plan->params;
+    p.m = int(s.m);
+    p.n = int(s.n);
+    p.k = int(s.k);
+    p.batch = int(s.batch);
+    p.m_tiles = int(ceil_div(s.m, kBlockM));
+    p.n_tiles = int(ceil_div(s.n, config_.block_n));
+    p.k_tiles = int(ceil_div(s.k, bk));
+    p.cluster_m = config_.cluster_m;
+    p.cluster_n = config_.cluster_n;
+    p.cm_tiles = int(ceil_div(p.m_tiles, p.cluster_m));
+    p.cn_tiles = int(ceil_div(p.n_tiles, p.cluster_n));
+    const int requested = splits_for(s);
+    p.k_tiles_per_split = int(ceil_div(p.k_tiles, requested));
+    p.splits = int(ceil_div(p.k_tiles, p.k_tiles_per_split));   // no split is left without k-tiles
+    p.total_work = p.splits * p.batch * p.cm_tiles * p.cn_tiles;
+    p.raster_group = config_.raster_group;
+    if (config_.fp8) {
+      p.scale_a = problem.device_scale_a();
+      p.scale_b = problem.device_scale_b();
+    }
+    p.epilogue = int(problem.epilogue());
+    p.bias = problem.bias();
+    if (p.splits > 1) {
+      plan->partials = DeviceBuffer(std::size_t(p.splits) * std::size_t(s.batch * s.m * s.n) * sizeof(float));
+      p.partials = plan->partials.as<float>();
+    }
+    const int cluster = p.cluster_m * p.cluster_n;
+    int clusters = p.total_work;
+    if (config_.persistent) clusters = std::min(clusters, std::max(1, plan->instance.max_clusters(cluster)));
+    plan->ctas = clusters * cluster;
+
+    const CUtensorMapDataType ab = config_.fp8 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    const int ab_bytes = config_.fp8 ? 1 : 2;
+    for (int copy = 0; copy < problem.copies(); ++copy) {
+      plan->maps.push_back(tensor_map(problem.a(copy), ab, ab_bytes, s.k, s.m, s.batch, bk, kBlockM / p.cluster_n));
+      if (mn)   // B row-major K x N: boxes of 64 columns x bk rows
+        plan->maps.push_back(tensor_map(problem.b(copy), ab, ab_bytes, s.n, s.k, s.batch, 64, bk));
+      else      // B row-major N x K: boxes of bk x (block_n / cluster_m) rows
+        plan->maps.push_back(
+            tensor_map(problem.b(copy), ab, ab_bytes, s.k, s.n, s.batch, bk, config_.block_n / p.cluster_m));
+      plan->maps.push_back(
+          tensor_map(problem.c(copy), CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, s.n, s.m, s.batch, kChunkCols, 64));
+      plan->outputs.push_back(problem.c(copy));
+    }
+    return [plan](cudaStream_t stream, int copy) {
+      HopperLaunchArgs args;
+      args.a = &plan->maps[std::size_t(copy) * 3];
+      args.b = &plan->maps[std::size_t(copy) * 3 + 1];
+      args.c = &plan->maps[std::size_t(copy) * 3 + 2];
+      args.params = plan->params;
+      args.ctas = plan->ctas;
+      plan->instance.launch(args, stream);
+      if (plan->params.splits > 1) {
+        const std::int64_t count = std::int64_t(plan->params.batch) * plan->params.m * plan->params.n;
+        const unsigned blocks = unsigned(std::min<std::int64_t>(ceil_div(count, 256), 132 * 16));
+        splitk_reduce_kernel<<<blocks, 256, 0, stream>>>(plan->params,
+                                                         static_cast<__nv_bfloat16*>(plan->outputs[std::size_t(copy)]));
+        AISPFLOW_CUDA_CHECK_LAUNCH();
+      }
+    };
+  }
+
+ private:
+  int stages() const { return hopper_instance(config_.fp8, config_.block_n, false).stages; }
+
+  // Split-K for skinny problems: when the output tiles cannot fill the GPU, split K so that about one wave of
+  // CTAs runs, each split keeping at least 4 k-tiles (a shorter mainloop cannot hide its pipeline fill).
+  int splits_for(const GemmShape& s) const {
+    if (config_.split_k > 0) return config_.split_k;
+    if (!config_.persistent) return 1;
+    const DeviceInfo* d = first_device();
+    const int sms = d ? d->sm_count : 132;
+    const std::int64_t tiles = ceil_div(s.m, kBlockM) * ceil_div(s.n, config_.block_n) * s.batch;
+    const std::int64_t k_tiles = ceil_div(s.k, config_.fp8 ? 128 : 64);
+    if (tiles * 2 > sms) return 1;
+    const std::int64_t want = sms / std::max<std::int64_t>(tiles, 1);
+    return int(std::clamp<std::int64_t>(std::min(want, k_tiles / 4), 1, 16));
+  }
+
+  HopperConfig config_;
+};
+
+}  // namespace
+
+std::string HopperConfig::name() const {
+  return "128x" + std::to_string(block_n) + "x" + std::to_string(fp8 ? 128 : 64) + "_c" + std::to_string(cluster_m) +
+         "x" + std::to_string(cluster_n) + (persistent ? "_persistent" : "") +
+         (split_k > 0 ? "_splitk" + std::to_string(split_k) : "");
+}
+
+std::unique_ptr<OurKernel> make_hopper_kernel(const HopperConfig& config) {
+  return std::make_unique<HopperGemm>(config);
+}
+
+// ours.wgmma: one tile per CTA, no cluster: the TMA + wgmma + warp-specialization technique on its own.
+std::vector<std::unique_ptr<OurKernel>> wgmma_kernels() {
+  std::vector<std::unique_ptr<OurKernel>> out;
+  for (bool fp8 : {false, true})
+    for (int bn : {256, 192, 128})
+      if (!fp8 || bn <= 192) out.push_back(make_hopper_kernel({"ours.wgmma", fp8, bn, 1, 1, false, 8, 1}));
+  return out;
+}
+
+// ours.cluster: the same mainloop, persistent over a rasterized tile order, 2x1 / 1x2 clusters multicasting the
+// shared operand, split-K for skinny shapes. The first configuration of each dtype is the default.
+std::vector<std::unique_ptr<OurKernel>> cluster_kernels() {
+  std::vector<std::unique_ptr<OurKernel>> out;
+  for (bool fp8 : {false, true})
+    for (int bn : {256, 192, 128})
+      for (auto [cm, cn] : {std::pair{2, 1}, std::pair{1, 2}, std::pair{1, 1}})
+        if (!fp8 || bn <= 192)   // fp8's promotion accumulators: see hopper_instances_fp8.cu
+          out.push_back(make_hopper_kernel({"ours.cluster", fp8, bn, cm, cn, true, 8, 0}));
+  return out;
+}
+
+}  // namespace aispflow::kernels::cuda::ours

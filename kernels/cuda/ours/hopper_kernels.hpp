@@ -1,0 +1,31 @@
+#pragma once
+// ours.wgmma and ours.cluster: the configurations of our Hopper GEMM kernel (hopper_gemm.cuh) as OurKernels.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/ours/our_kernel.hpp"
+
+namespace aispflow::kernels::cuda::ours {
+
+// One configuration. The tile is 128 x block_n x (128 bytes of K); stages follow from shared memory.
+struct HopperConfig {
+  std::string family;        // "ours.wgmma" | "ours.cluster": the provider it belongs to
+  bool fp8 = false;          // fp8 e4m3 inputs (else bf16); the output is bf16 either way
+  int block_n = 256;         // 128 | 192 | 256 (192 divides the gpt-oss width 2880)
+  int cluster_m = 1;         // CTAs per cluster along M (share B) ...
+  int cluster_n = 1;         // ... and along N (share A)
+  bool persistent = false;   // one CTA per SM slot walking a rasterized tile order
+  int raster_group = 8;      // cluster-rows per band of that order (L2 reuse)
+  int split_k = 1;           // K splits; 0 = chosen per shape (skinny shapes split until a wave is full)
+  // "128x256x64_c2x1_persistent": how options and tables name it.
+  std::string name() const;
+};
+
+std::unique_ptr<OurKernel> make_hopper_kernel(const HopperConfig& config);
+
+// The configuration lists of the two providers, default first per dtype (docs/nodes.md lists them).
+std::vector<std::unique_ptr<OurKernel>> wgmma_kernels();
+std::vector<std::unique_ptr<OurKernel>> cluster_kernels();
+
+}  // namespace aispflow::kernels::cuda::ours

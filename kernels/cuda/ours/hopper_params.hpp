@@ -1,0 +1,54 @@
+#pragma once
+// What the host passes to the Hopper GEMM kernel (hopper_gemm.cuh) and how it launches one compiled instance.
+// Host-and-device plain data; no device code here.
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <functional>
+
+namespace aispflow::kernels::cuda::ours {
+
+constexpr int kBlockM = 128;
+constexpr int kRowBytes = 128;        // bytes of K per operand row in a stage: one 128-byte swizzle row
+constexpr int kThreads = 384;         // producer + 2 consumer warpgroups
+constexpr int kChunkCols = 64;        // epilogue chunk: 64 x 64 bf16 = one 128-byte-swizzled 8 KB tile
+constexpr int kChunkBytes = 64 * kChunkCols * 2;
+constexpr int kSmemLimit = 232448;    // 227 KB: the most one Hopper CTA can have
+
+// Runtime parameters of one launch.
+struct HopperParams {
+  int m = 0, n = 0, k = 0, batch = 1;
+  int m_tiles = 0, n_tiles = 0, k_tiles = 0;
+  int splits = 1, k_tiles_per_split = 0;
+  int cluster_m = 1, cluster_n = 1;
+  int cm_tiles = 0, cn_tiles = 0;     // cluster tiles along M and N
+  int total_work = 0;                 // splits x batch x cm_tiles x cn_tiles
+  int raster_group = 8;               // cluster-rows per band of the rasterization
+  const float* scale_a = nullptr;     // fp8 per-tensor scales on the device; nullptr = 1
+  const float* scale_b = nullptr;
+  const void* bias = nullptr;         // bf16 [n] for the bias / bias_gelu epilogues
+  int epilogue = 0;                   // 0 none, 1 bias, 2 bias_gelu (gemm_data.hpp's Epilogue)
+  float* partials = nullptr;          // split-K: [splits][batch][m][n] fp32
+};
+
+struct HopperLaunchArgs {
+  const CUtensorMap* a = nullptr;     // host copies, passed by value as __grid_constant__ parameters
+  const CUtensorMap* b = nullptr;
+  const CUtensorMap* c = nullptr;
+  HopperParams params;
+  int ctas = 0;                       // grid size: a multiple of the cluster size
+};
+
+// One compiled instance (dtype x BN x B's major mode).
+struct HopperInstance {
+  int smem_bytes = 0, stages = 0, block_k = 0;
+  void (*prepare)() = nullptr;                                    // raises the dynamic shared-memory limit
+  int (*max_clusters)(int cluster_size) = nullptr;                // co-resident clusters of that size
+  void (*launch)(const HopperLaunchArgs&, cudaStream_t) = nullptr;
+};
+
+// The instances compiled into this build (hopper_instances_*.cu); nullptr-free, throws for an unknown one.
+HopperInstance hopper_instance(bool fp8, int block_n, bool b_mn_major);
+
+}  // namespace aispflow::kernels::cuda::ours
