@@ -55,7 +55,7 @@ __global__ void splitk_reduce_kernel(const HopperParams p, __nv_bfloat16* c) {
     for (int e = 0; e < 4; ++e) {
       float v = scale * in[e];
       if (p.epilogue != 0) v += __bfloat162float(bias[(i + e) % p.n]);
-      if (p.epilogue == 2) v = gelu_tanh(v);
+      if (p.epilogue == 2) v = gelu_tanh_fast(v);
       out[e] = __float2bfloat16_rn(v);
     }
     *reinterpret_cast<uint2*>(c + i) = *reinterpret_cast<const uint2*>(out);
