@@ -38,6 +38,9 @@ int main(int argc, char** argv) {
   timing.max_samples = 40;
   std::vector<std::unique_ptr<OurKernel>> kernels = ours::wgmma_kernels();
   for (auto& k : ours::cluster_kernels()) kernels.push_back(std::move(k));
+  // Rasterization experiments: the default band is 8 cluster rows.
+  for (int group : {2, 4, 16, 32})
+    kernels.push_back(ours::make_hopper_kernel({"raster" + std::to_string(group), false, 256, 2, 1, true, group, 0}));
   std::mt19937_64 rng(42);
   for (const Case& cs : cases) {
     GemmShape s;
@@ -59,7 +62,8 @@ int main(int argc, char** argv) {
     std::printf("== %s %s %s %s  cublasLt %.4f ms %.1f TFLOP/s\n", s.name.c_str(), cs.dtype, cs.layout, cs.epi, lt_ms,
                 lt_ms > 0 ? flops / lt_ms / 1e9 : 0.0);
     for (auto& k : kernels) {
-      const std::string id = k->config()["name"].get<std::string>() + " " + k->identity(gc).substr(0, 12);
+      const std::string id = k->config()["name"].get<std::string>() + " " + k->identity(gc).substr(0, 12) + " r" +
+                             std::to_string(k->config()["raster_group"].get<int>());
       if (!filter.empty() && id.find(filter) == std::string::npos) continue;
       if (auto why = k->unsupported(gc)) continue;
       try {
