@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   GpuContext ctx(0);
-  struct Case { std::int64_t m, n, k; const char* dtype; const char* layout; const char* epi; };
+  struct Case { std::int64_t m, n, k; const char* dtype; const char* layout; const char* epi; std::int64_t batch = 1; };
   const Case cases[] = {
       {1, 1, 8, "bf16", "nt", "none"},          {17, 2880, 40, "bf16", "nt", "bias"},
       {17, 2880, 40, "bf16", "nn", "bias_gelu"}, {4096, 4096, 4096, "bf16", "nt", "none"},
@@ -32,6 +32,8 @@ int main(int argc, char** argv) {
       {128, 8192, 8192, "bf16", "nt", "none"},   {1, 5120, 2880, "bf16", "nt", "none"},
       {4096, 4096, 4096, "fp8_e4m3", "nt", "none"}, {8192, 8192, 8192, "fp8_e4m3", "nt", "none"},
       {4096, 4096, 4096, "bf16", "nt", "bias_gelu"}, {300, 2880, 2880, "fp8_e4m3", "nt", "bias_gelu"},
+      {512, 2880, 2880, "bf16", "nt", "bias", 32},  {512, 5760, 2880, "fp8_e4m3", "nn", "none", 32},
+      {8, 2880, 2880, "bf16", "nn", "bias_gelu", 4},
   };
   TimingPolicy timing;
   timing.budget_s = 0.3;
@@ -44,8 +46,9 @@ int main(int argc, char** argv) {
   std::mt19937_64 rng(42);
   for (const Case& cs : cases) {
     GemmShape s;
-    s.m = cs.m; s.n = cs.n; s.k = cs.k;
-    s.name = std::to_string(cs.m) + "x" + std::to_string(cs.n) + "x" + std::to_string(cs.k);
+    s.m = cs.m; s.n = cs.n; s.k = cs.k; s.batch = cs.batch;
+    s.name = std::to_string(cs.m) + "x" + std::to_string(cs.n) + "x" + std::to_string(cs.k) +
+             (cs.batch > 1 ? "x" + std::to_string(cs.batch) : "");
     const GemmCase gc{s, cs.dtype, cs.layout, cs.epi};
     const LtDtype spec = *lt_dtype(cs.dtype);
     GemmProblem problem(s, spec, rng(), ctx.stream(), 1, GemmVariant::of(gc));
