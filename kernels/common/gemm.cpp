@@ -129,8 +129,8 @@ json GemmRecord::to_json(const json& env) const {
 
 const std::vector<std::string>& gpu_provider_names() {
   // Our own CUDA kernels (kernels/cuda/ours/), then the vendor library.
-  static const std::vector<std::string> names = {"ours.naive", "ours.tiled", "ours.wgmma", "ours.cluster",
-                                                 "cublaslt",   "cublaslt.sweep"};
+  static const std::vector<std::string> names = {"ours.naive", "ours.tiled",     "ours.wgmma",      "ours.cluster",
+                                                 "cublaslt",   "cublaslt.sweep", "cublaslt.unfused"};
   return names;
 }
 

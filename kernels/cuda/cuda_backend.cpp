@@ -16,6 +16,7 @@
 #include "kernels/cuda/device.hpp"
 #include "kernels/cuda/nccl.hpp"
 #include "kernels/cuda/nvml.hpp"
+#include "kernels/cuda/ours/ours_provider.hpp"
 #include "kernels/cuda/peaks.hpp"
 
 namespace aispflow::kernels {
@@ -80,6 +81,8 @@ class CudaBackend final : public Backend {
     if (name == "cublaslt" || name == "cublaslt.sweep")
       p = std::make_unique<cuda::CublasLtProvider>([this]() -> GpuContext& { return context(0); },
                                                    name == "cublaslt.sweep");
+    else if (auto ours = cuda::make_ours_provider(name, [this]() -> GpuContext& { return context(0); }))
+      p = std::move(ours);
     else
       p = make_cpu_provider(name);
     if (!p) return nullptr;

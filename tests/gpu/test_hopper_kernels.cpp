@@ -17,6 +17,7 @@ TEST(HopperKernels, NotBuilt) { GTEST_SKIP() << "no CUDA device: this aispflow w
 #include "kernels/cuda/cublaslt_gemm.hpp"
 #include "kernels/cuda/device.hpp"
 #include "kernels/cuda/ours/hopper_kernels.hpp"
+#include "kernels/cuda/ours/ours_provider.hpp"
 
 namespace aispflow::kernels::cuda {
 namespace {
@@ -62,6 +63,22 @@ TEST(HopperKernels, DefaultPicksFollowTheShape) {
   const GemmCase fp8{shape_of(4096, 4096, 4096), "fp8_e4m3", "nt", "none"};
   EXPECT_LE(picked(cluster, ours::pick_cluster(cluster, fp8))["tile"][1].get<int>(), 192);
   for (const auto& k : cluster) EXPECT_NE(k->identity(square).find("ours.cluster"), std::string::npos);
+}
+
+TEST(OursProviders, OptionsAreCheckedWithClearMessages) {
+  auto no_gpu = []() -> GpuContext& { throw std::runtime_error("not used"); };
+  const auto cluster = make_ours_provider("ours.cluster", no_gpu);
+  const auto tiled = make_ours_provider("ours.tiled", no_gpu);
+  ASSERT_TRUE(cluster && tiled);
+  EXPECT_EQ(make_ours_provider("ours.magic", no_gpu), nullptr);
+  EXPECT_EQ(cluster->check_options({{"autotune", true}}), "");
+  EXPECT_EQ(cluster->check_options({{"config", "128x256x64_c2x1_persistent"}}), "");
+  EXPECT_NE(cluster->check_options({{"autotune", "yes"}}).find("expected true or false"), std::string::npos);
+  const std::string unknown = cluster->check_options({{"config", "256x256"}});
+  EXPECT_NE(unknown.find("unknown configuration '256x256'"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("128x192x64_c2x1_persistent"), std::string::npos) << "lists the known names: " << unknown;
+  EXPECT_NE(tiled->check_options({{"autotune", true}}).find("no configurations to search"), std::string::npos);
+  EXPECT_NE(tiled->check_options({{"tile", 64}}).find("unknown option 'tile'"), std::string::npos);
 }
 
 // ---- on a Hopper GPU -------------------------------------------------------------------------------------
