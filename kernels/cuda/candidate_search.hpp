@@ -26,6 +26,7 @@ struct SearchCandidate {
   std::string kernel;              // the record's `kernel` if this candidate wins
   nlohmann::json config;           // structured identity, listed in the record's `candidates`
   BoundLaunch launch;              // enqueues one GEMM on an operand copy
+  double extra_tolerance = 0;      // added to the problem's tolerance (OurKernel::extra_rounding)
   // Filled by the search:
   std::string status = "ok";       // "ok" | "failed"
   std::string reason;

@@ -141,6 +141,7 @@ std::vector<GemmRecord> OursProvider::run(const GemmCase& c, const TimingPolicy&
       sc.kernel = k->identity(c);
       sc.config = k->config();
       sc.launch = k->bind(problem);
+      sc.extra_tolerance = k->extra_rounding();
       candidates.push_back(std::move(sc));
     }
     const bool autotune = c.options.value("autotune", false);
@@ -166,6 +167,7 @@ std::vector<GemmRecord> OursProvider::run(const GemmCase& c, const TimingPolicy&
       return {rec};
     }
     const SearchCandidate& w = candidates[*winner];
+    rec.tolerance = problem.tolerance() + w.extra_tolerance;
     rec.kernel = w.kernel;
     rec.verified = true;
     rec.max_rel_err = w.max_rel_err;
