@@ -50,8 +50,11 @@ std::function<void(cudaStream_t)> rotating(const SearchCandidate& c, int copies)
 }  // namespace
 
 nlohmann::json SearchCandidate::to_json() const {
-  nlohmann::json j = {{"kernel", kernel},     {"config", config},           {"status", status},
-                      {"verified", verified}, {"max_rel_err", max_rel_err}};
+  nlohmann::json j = identity.is_object() ? identity : nlohmann::json::object();
+  j["kernel"] = kernel;
+  j["status"] = status;
+  j["verified"] = verified;
+  j["max_rel_err"] = max_rel_err;
   if (!reason.empty()) j["reason"] = reason;
   if (screen) j["screen_time_ms"] = screen->stats.to_json();
   if (full) j["time_ms"] = full->stats.to_json();
@@ -90,6 +93,9 @@ std::optional<std::size_t> run_candidate_search(std::vector<SearchCandidate>& ca
       return candidates[a].screen->stats.median_ms < candidates[b].screen->stats.median_ms;
     });
     if (int(finalists.size()) > options.finalists) finalists.resize(std::size_t(options.finalists));
+    if (const auto keep = options.always_final; keep && *keep < candidates.size() && candidates[*keep].screen &&
+                                                 std::find(finalists.begin(), finalists.end(), *keep) == finalists.end())
+      finalists.push_back(*keep);
   }
   if (finalists.empty()) return std::nullopt;
 

@@ -24,7 +24,8 @@ class GemmProblem;
 
 struct SearchCandidate {
   std::string kernel;              // the record's `kernel` if this candidate wins
-  nlohmann::json config;           // structured identity, listed in the record's `candidates`
+  nlohmann::json identity;         // provider-specific identity fields for the record's `candidates` entry
+                                   // ({"config": ...} for ours.*, {"heuristic_rank", "algo"} for cuBLASLt)
   BoundLaunch launch;              // enqueues one GEMM on an operand copy
   double extra_tolerance = 0;      // added to the problem's tolerance (OurKernel::extra_rounding)
   // Filled by the search:
@@ -38,6 +39,9 @@ struct SearchCandidate {
 
 struct SearchOptions {
   int finalists = 3;               // timed with the full policy, interleaved
+  // A candidate that reaches the final whatever its screening time (cuBLASLt's heuristic top: so the sweep's
+  // winner is, in the same measurement pass, never slower than what the plain provider would pick).
+  std::optional<std::size_t> always_final;
 };
 
 // Runs the search over `candidates` on `problem` with the harness; returns the index of the winner, or nullopt

@@ -139,7 +139,7 @@ std::vector<GemmRecord> OursProvider::run(const GemmCase& c, const TimingPolicy&
       if (k->unsupported(c)) continue;
       SearchCandidate sc;
       sc.kernel = k->identity(c);
-      sc.config = k->config();
+      sc.identity = {{"config", k->config()}};
       sc.launch = k->bind(problem);
       sc.extra_tolerance = k->extra_rounding();
       candidates.push_back(std::move(sc));
@@ -172,7 +172,7 @@ std::vector<GemmRecord> OursProvider::run(const GemmCase& c, const TimingPolicy&
     rec.verified = true;
     rec.max_rel_err = w.max_rel_err;
     rec.time = w.full->stats;
-    rec.extra["config"] = w.config;
+    rec.extra["config"] = w.identity["config"];
     rec.extra["timing"] = w.full->timing_json();
     if (!w.full->warnings.empty()) rec.extra["warnings"] = w.full->warnings;
   } catch (const std::exception& e) {
