@@ -284,7 +284,9 @@ class CommandNode : public NodeType {
   }
   std::vector<ParamSpec> params() const override {
     return {
-        {"run", ParamKind::string, nullptr, true, "shell command, run with /bin/sh -c"},
+        {"run", ParamKind::string, nullptr, true,
+         "shell command, run with /bin/sh -c; a ${node.field} in it becomes one quoted word (${raw:node.field}: as is)",
+         /*shell=*/true},
         {"files", ParamKind::path_list, json::array(), false,
          "files the command reads (relative to the workflow file); their content is part of the cache key"},
         {"timeout_s", ParamKind::number, nullptr, false, "kill the command (and its children) after this many seconds"},

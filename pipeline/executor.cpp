@@ -359,7 +359,12 @@ struct Executor::Run {
             if (state[idx].artifact) found.push_back(&*state[idx].artifact);
           return found;
         };
-        params = complete_params(decl, type, substitute_refs(decl, decl.params, lookup));
+        auto is_shell = [&type](const std::string& field) {
+          for (const auto& spec : type.param_specs())
+            if (spec.name == field) return spec.shell;
+          return false;
+        };
+        params = complete_params(decl, type, substitute_refs(decl, decl.params, lookup, is_shell));
       }
       std::string problem = type.check_params(params);
       if (!problem.empty()) return fail(problem);

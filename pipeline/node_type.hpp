@@ -34,6 +34,10 @@ struct ParamSpec {
   json default_value;         // null and required=false: optional without default
   bool required = false;
   std::string doc;
+  // A shell command (the command node's `run`): a ${node.field} inside it is inserted as one single-quoted shell
+  // word (a list as one word per element), so upstream data can never become code. ${raw:node.field} inserts
+  // the text as it is, for the rare case that means to build a command from data.
+  bool shell = false;
 };
 
 struct NodeTraits {

@@ -81,6 +81,7 @@ struct RefMatch {
   std::size_t length = 0;    // length of the whole ${...}
   std::string node;          // "matrix" for matrix values
   std::string field_path;    // "a.b"
+  bool raw = false;          // ${raw:node.field}: inserted unquoted even into a shell command
 };
 
 // Hand-written rather than std::regex: libstdc++'s regex recurses per character and can exhaust the
@@ -91,6 +92,8 @@ std::vector<RefMatch> find_refs(const std::string& s) {
   std::size_t from = 0;
   while ((from = s.find("${", from)) != std::string::npos) {
     std::size_t i = from + 2;
+    const bool raw = s.compare(i, 4, "raw:") == 0;
+    if (raw) i += 4;
     const std::size_t name_start = i;
     if (i < s.size() && (std::isalpha(static_cast<unsigned char>(s[i])) || s[i] == '_'))
       while (i < s.size() && word_char(s[i])) ++i;
@@ -103,7 +106,7 @@ std::vector<RefMatch> find_refs(const std::string& s) {
     }
     if (segments > 0 && i < s.size() && s[i] == '}') {
       out.push_back({from, i + 1 - from, s.substr(name_start, name_end - name_start),
-                     s.substr(name_end + 1, i - name_end - 1)});
+                     s.substr(name_end + 1, i - name_end - 1), raw});
       from = i + 1;
     } else {
       from += 2;
@@ -996,8 +999,30 @@ const json* find_field(const json& data, const std::string& field_path, std::str
 
 }  // namespace
 
+namespace {
+
+// One POSIX shell word that reads back as exactly `text`: single quotes, each ' written as '\''.
+std::string shell_quote(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// A value spliced into a shell command: a string or number as one quoted word, a list as one quoted word per
+// element, anything else as the quoted JSON text.
+std::string shell_words(const json& value) {
+  auto word = [](const json& v) { return shell_quote(v.is_string() ? v.get<std::string>() : v.dump()); };
+  if (!value.is_array()) return word(value);
+  std::string out;
+  for (const auto& item : value) out += (out.empty() ? "" : " ") + word(item);
+  return out.empty() ? "''" : out;
+}
+
+}  // namespace
+
 json substitute_refs(const NodeDecl& node, const json& params,
-                     const std::function<std::vector<const Artifact*>(const std::string&)>& lookup) {
+                     const std::function<std::vector<const Artifact*>(const std::string&)>& lookup,
+                     const std::function<bool(const std::string& field)>& shell_field) {
   // `field` is the top-level param being walked, for messages.
   std::function<json(const json&, const std::string&)> walk = [&](const json& v, const std::string& field) -> json {
     if (v.is_array()) {
@@ -1034,8 +1059,10 @@ json substitute_refs(const NodeDecl& node, const json& params,
         value.push_back(*found);
       }
       if (artifacts.size() == 1) value = value[0];
-      if (r.pos == 0 && r.length == s.size()) return value;  // whole string: keep the JSON type
-      out += s.substr(last, r.pos - last) + (value.is_string() ? value.get<std::string>() : value.dump());
+      const bool quote = !r.raw && shell_field && shell_field(field);
+      if (r.pos == 0 && r.length == s.size() && !quote) return value;  // whole string: keep the JSON type
+      out += s.substr(last, r.pos - last) +
+             (quote ? shell_words(value) : value.is_string() ? value.get<std::string>() : value.dump());
       last = r.pos + r.length;
     }
     return out + s.substr(last);

@@ -67,9 +67,12 @@ json complete_params(const NodeDecl& node, const NodeType& type, const json& par
 // Replace every `${node.field}` in `params` with the value from the upstream artifacts.
 // `lookup(declared_node)` returns the artifacts of that node's instances (one unless matrix-expanded;
 // several give a JSON list). A whole-string reference keeps the value's JSON type; one inside a longer
-// string is spliced in as text. Throws InputError when the field does not exist.
+// string is spliced in as text. In a top-level param for which `shell_field` is true (ParamSpec::shell: a shell
+// command), a reference is inserted as quoted shell words instead, unless written ${raw:node.field}.
+// Throws InputError when the field does not exist.
 json substitute_refs(const NodeDecl& node, const json& params,
-                     const std::function<std::vector<const Artifact*>(const std::string&)>& lookup);
+                     const std::function<std::vector<const Artifact*>(const std::string&)>& lookup,
+                     const std::function<bool(const std::string& field)>& shell_field = {});
 
 // "per_size[size=1]" -> a name safe for directories and environment variables: "per_size.size-1",
 // and "AISPFLOW_IN_PER_SIZE_SIZE_1".
