@@ -12,6 +12,8 @@
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/cuda/cublaslt_gemm.hpp"
 #include "kernels/cuda/cublaslt_provider.hpp"
+#include "kernels/cuda/cutlass/cutlass_provider.hpp"
+#include "kernels/cuda/cutlass/registry.hpp"
 #include "kernels/cuda/datasheet.hpp"
 #include "kernels/cuda/device.hpp"
 #include "kernels/cuda/nccl.hpp"
@@ -80,6 +82,9 @@ class CudaBackend final : public Backend {
     if (name == "cublaslt" || name == "cublaslt.sweep")
       p = std::make_unique<cuda::CublasLtProvider>([this]() -> GpuContext& { return context(0); },
                                                    name == "cublaslt.sweep");
+    else if (name == "cutlass" || name == "cutlass.select")
+      p = std::make_unique<cuda::CutlassProvider>([this]() -> GpuContext& { return context(0); },
+                                                  name == "cutlass.select");
     else
       p = make_cpu_provider(name);
     if (!p) return nullptr;
@@ -131,6 +136,7 @@ class CudaBackend final : public Backend {
     const auto& nccl = cuda::Nccl::instance();
     info["nccl"] = nccl.available() ? json{{"version", *nccl.version()}, {"built_against", cuda::Nccl::header_version()}}
                                     : json{{"unavailable", nccl.why_unavailable()}};
+    info["cutlass"] = cuda::cutlass_build_info();   // version, include path, instances compiled per architecture
     info["host"] = cpu_hardware_info();
     info["fingerprint"] = fingerprint();
     const auto& nvml = cuda::Nvml::instance();
