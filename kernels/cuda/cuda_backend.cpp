@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -14,6 +15,7 @@
 #include "kernels/cuda/cublaslt_provider.hpp"
 #include "kernels/cuda/cutlass/cutlass_provider.hpp"
 #include "kernels/cuda/cutlass/registry.hpp"
+#include "kernels/cuda/grouped_providers.hpp"
 #include "kernels/cuda/datasheet.hpp"
 #include "kernels/cuda/device.hpp"
 #include "kernels/cuda/nccl.hpp"
@@ -85,6 +87,9 @@ class CudaBackend final : public Backend {
     else if (name == "cutlass" || name == "cutlass.select")
       p = std::make_unique<cuda::CutlassProvider>([this]() -> GpuContext& { return context(0); },
                                                   name == "cutlass.select");
+    else if (const auto& g = cuda::grouped_provider_names(); std::find(g.begin(), g.end(), name) != g.end())
+      p = cuda::make_grouped_provider(cuda::GroupedMethod(std::find(g.begin(), g.end(), name) - g.begin()),
+                                      [this]() -> GpuContext& { return context(0); });
     else
       p = make_cpu_provider(name);
     if (!p) return nullptr;

@@ -25,21 +25,17 @@ struct GemmArgs {
   cudaStream_t stream = nullptr;
 };
 
-// Grouped GEMM (pointer array): problem g is C_g[m_g x n] = alpha * A_g[m_g x k] * B_g, every pointer and
-// problem size in device memory (what CUTLASS's grouped kernels read).
+// Grouped GEMM (pointer array, the MoE expert GEMM): problem g is C_g[m_g x n] = alpha * A_g[m_g x k] * B_g[k x n],
+// all row-major; host arrays of the sizes and pointers, which the instance uploads (GroupedOps::prepare).
 struct GroupedArgs {
   int groups = 0;
-  const int* host_m = nullptr;       // host copy of the m_g, for can_implement and the scheduler
-  void* device_problem_shapes = nullptr;  // groups x {int m, n, k}
-  const void** device_a = nullptr;
-  const void** device_b = nullptr;
-  void** device_c = nullptr;
-  void* device_strides = nullptr;    // 3 x groups x int64[3]: strides of A, B, C (filled by fill_strides)
+  const int* host_m = nullptr;
+  const void* const* host_a = nullptr;
+  const void* const* host_b = nullptr;
+  void* const* host_c = nullptr;
   int n = 0, k = 0;
   float alpha = 1.0f;
   int sm_count = 0;
-  void* workspace = nullptr;
-  std::size_t workspace_bytes = 0;
   cudaStream_t stream = nullptr;
 };
 
@@ -54,5 +50,17 @@ struct InstanceOps {
   // initialize() + run() on args.stream; asynchronous, capturable into a CUDA graph once initialized.
   int (*run)(const GemmArgs&);
 };
+
+struct GroupedOps {
+  std::size_t (*metadata_bytes)(int groups);           // device bytes for shapes, pointers, strides
+  int (*prepare)(const GroupedArgs&, void* metadata);  // uploads them (synchronous)
+  int (*can_implement)(const GroupedArgs&, void* metadata);
+  std::size_t (*workspace_bytes)(const GroupedArgs&, void* metadata);
+  int (*run)(const GroupedArgs&, void* metadata, void* workspace);
+};
+
+// The grouped instance of this build (kernels/cuda/cutlass/sm90_grouped_bf16.cu), sm_90a.
+extern const GroupedOps sm90_grouped_bf16;
+extern const char* const sm90_grouped_bf16_name;
 
 }  // namespace aispflow::kernels::cuda::cutlass_abi
