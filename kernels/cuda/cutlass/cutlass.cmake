@@ -118,6 +118,7 @@ if(_cutlass_dir)
 else()
   message(STATUS "aispflow: ${_cutlass_why}: the cutlass providers will report themselves unavailable")
 endif()
+set(AISPFLOW_CUTLASS_SM100_INSTANCES ${_count_100} CACHE INTERNAL "sm_100a CUTLASS instances in this build")
 file(CONFIGURE OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/cutlass_compiled.inc CONTENT "${_compiled_inc}")
 target_compile_definitions(aispflow_cuda PRIVATE
   AISPFLOW_CUTLASS_VERSION="${_cutlass_version}"
