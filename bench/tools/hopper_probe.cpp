@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   GpuContext ctx(0);
-  struct Case { std::int64_t m, n, k; const char* dtype; const char* layout; const char* epi; };
+  struct Case { std::int64_t m, n, k; const char* dtype; const char* layout; const char* epi; std::int64_t batch = 1; };
   const Case cases[] = {
       {1, 1, 8, "bf16", "nt", "none"},          {17, 2880, 40, "bf16", "nt", "bias"},
       {17, 2880, 40, "bf16", "nn", "bias_gelu"}, {4096, 4096, 4096, "bf16", "nt", "none"},
@@ -32,17 +32,23 @@ int main(int argc, char** argv) {
       {128, 8192, 8192, "bf16", "nt", "none"},   {1, 5120, 2880, "bf16", "nt", "none"},
       {4096, 4096, 4096, "fp8_e4m3", "nt", "none"}, {8192, 8192, 8192, "fp8_e4m3", "nt", "none"},
       {4096, 4096, 4096, "bf16", "nt", "bias_gelu"}, {300, 2880, 2880, "fp8_e4m3", "nt", "bias_gelu"},
+      {512, 2880, 2880, "bf16", "nt", "bias", 32},  {512, 5760, 2880, "fp8_e4m3", "nn", "none", 32},
+      {8, 2880, 2880, "bf16", "nn", "bias_gelu", 4},
   };
   TimingPolicy timing;
   timing.budget_s = 0.3;
   timing.max_samples = 40;
   std::vector<std::unique_ptr<OurKernel>> kernels = ours::wgmma_kernels();
   for (auto& k : ours::cluster_kernels()) kernels.push_back(std::move(k));
+  // Rasterization experiments: the default band is 8 cluster rows.
+  for (int group : {2, 4, 16, 32})
+    kernels.push_back(ours::make_hopper_kernel({"raster" + std::to_string(group), false, 256, 2, 1, true, group, 0}));
   std::mt19937_64 rng(42);
   for (const Case& cs : cases) {
     GemmShape s;
-    s.m = cs.m; s.n = cs.n; s.k = cs.k;
-    s.name = std::to_string(cs.m) + "x" + std::to_string(cs.n) + "x" + std::to_string(cs.k);
+    s.m = cs.m; s.n = cs.n; s.k = cs.k; s.batch = cs.batch;
+    s.name = std::to_string(cs.m) + "x" + std::to_string(cs.n) + "x" + std::to_string(cs.k) +
+             (cs.batch > 1 ? "x" + std::to_string(cs.batch) : "");
     const GemmCase gc{s, cs.dtype, cs.layout, cs.epi};
     const LtDtype spec = *lt_dtype(cs.dtype);
     GemmProblem problem(s, spec, rng(), ctx.stream(), 1, GemmVariant::of(gc));
@@ -59,7 +65,8 @@ int main(int argc, char** argv) {
     std::printf("== %s %s %s %s  cublasLt %.4f ms %.1f TFLOP/s\n", s.name.c_str(), cs.dtype, cs.layout, cs.epi, lt_ms,
                 lt_ms > 0 ? flops / lt_ms / 1e9 : 0.0);
     for (auto& k : kernels) {
-      const std::string id = k->config()["name"].get<std::string>() + " " + k->identity(gc).substr(0, 12);
+      const std::string id = k->config()["name"].get<std::string>() + " " + k->identity(gc).substr(0, 12) + " r" +
+                             std::to_string(k->config()["raster_group"].get<int>());
       if (!filter.empty() && id.find(filter) == std::string::npos) continue;
       if (auto why = k->unsupported(gc)) continue;
       try {

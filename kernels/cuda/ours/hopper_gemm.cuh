@@ -83,7 +83,7 @@ __device__ __forceinline__ std::uint32_t pack_bf16x2(float lo, float hi) {
 
 __device__ __forceinline__ float apply_epilogue(float v, int col, const HopperParams& p) {
   if (p.epilogue != 0 && col < p.n) v += __bfloat162float(static_cast<const __nv_bfloat16*>(p.bias)[col]);
-  if (p.epilogue == 2) v = gelu_tanh(v);
+  if (p.epilogue == 2) v = gelu_tanh_fast(v);
   return v;
 }
 

@@ -39,14 +39,26 @@ __global__ void splitk_reduce_kernel(const HopperParams p, __nv_bfloat16* c) {
   const std::int64_t count = std::int64_t(p.batch) * p.m * p.n;
   const float scale = (p.scale_a && p.scale_b) ? (*p.scale_a) * (*p.scale_b) : 1.0f;
   const auto* bias = static_cast<const __nv_bfloat16*>(p.bias);
-  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count;
-       i += std::int64_t(gridDim.x) * blockDim.x) {
-    float sum = 0.0f;
-    for (int s = 0; s < p.splits; ++s) sum += p.partials[s * count + i];
-    float v = scale * sum;
-    if (p.epilogue != 0) v += __bfloat162float(bias[i % p.n]);
-    if (p.epilogue == 2) v = gelu_tanh(v);
-    c[i] = __float2bfloat16_rn(v);
+  // Four consecutive elements per step (n is a multiple of 8, so they share a row): 16-byte partial loads.
+  for (std::int64_t i = 4 * (blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x); i < count;
+       i += 4 * std::int64_t(gridDim.x) * blockDim.x) {
+    float4 sum = *reinterpret_cast<const float4*>(p.partials + i);
+    for (int s = 1; s < p.splits; ++s) {
+      const float4 x = *reinterpret_cast<const float4*>(p.partials + s * count + i);
+      sum.x += x.x;
+      sum.y += x.y;
+      sum.z += x.z;
+      sum.w += x.w;
+    }
+    const float in[4] = {sum.x, sum.y, sum.z, sum.w};
+    __align__(8) __nv_bfloat16 out[4];
+    for (int e = 0; e < 4; ++e) {
+      float v = scale * in[e];
+      if (p.epilogue != 0) v += __bfloat162float(bias[(i + e) % p.n]);
+      if (p.epilogue == 2) v = gelu_tanh_fast(v);
+      out[e] = __float2bfloat16_rn(v);
+    }
+    *reinterpret_cast<uint2*>(c + i) = *reinterpret_cast<const uint2*>(out);
   }
 }
 
@@ -211,7 +223,7 @@ class HopperGemm final : public OurKernel {
       plan->instance.launch(args, stream);
       if (plan->params.splits > 1) {
         const std::int64_t count = std::int64_t(plan->params.batch) * plan->params.m * plan->params.n;
-        const unsigned blocks = unsigned(std::min<std::int64_t>(ceil_div(count, 256), 132 * 16));
+        const unsigned blocks = unsigned(std::min<std::int64_t>(ceil_div(count, 4 * 256), 132 * 8));
         splitk_reduce_kernel<<<blocks, 256, 0, stream>>>(plan->params,
                                                          static_cast<__nv_bfloat16*>(plan->outputs[std::size_t(copy)]));
         AISPFLOW_CUDA_CHECK_LAUNCH();
@@ -260,16 +272,54 @@ std::vector<std::unique_ptr<OurKernel>> wgmma_kernels() {
   return out;
 }
 
-// ours.cluster: the same mainloop, persistent over a rasterized tile order, 2x1 / 1x2 clusters multicasting the
-// shared operand, split-K for skinny shapes. The first configuration of each dtype is the default.
+// ours.cluster: the same mainloop, persistent over a rasterized tile order, clusters multicasting the shared
+// operand (2x1: B, 1x2: A, 2x2: both), split-K for skinny shapes. `autotune` tries every configuration that
+// can run a case; pick_cluster() chooses one without a search.
 std::vector<std::unique_ptr<OurKernel>> cluster_kernels() {
   std::vector<std::unique_ptr<OurKernel>> out;
-  for (bool fp8 : {false, true})
-    for (int bn : {256, 192, 128})
-      for (auto [cm, cn] : {std::pair{2, 1}, std::pair{1, 2}, std::pair{1, 1}})
-        if (!fp8 || bn <= 192)   // fp8's promotion accumulators: see hopper_instances_fp8.cu
-          out.push_back(make_hopper_kernel({"ours.cluster", fp8, bn, cm, cn, true, 8, 0}));
+  const std::pair<int, int> clusters[] = {{2, 1}, {1, 2}, {2, 2}, {1, 1}};
+  for (int bn : {256, 192, 128})
+    for (auto [cm, cn] : clusters) out.push_back(make_hopper_kernel({"ours.cluster", false, bn, cm, cn, true, 8, 0}));
+  // fp8 promotes each k-tile through a second accumulator set: block N 256 would not fit (hopper_instances_fp8.cu).
+  for (int bn : {192, 128})
+    for (auto [cm, cn] : clusters) out.push_back(make_hopper_kernel({"ours.cluster", true, bn, cm, cn, true, 8, 0}));
   return out;
+}
+
+namespace {
+
+// The block N that wastes least of the last column of tiles: the largest of 256 / 192 / 128 dividing N, else 256.
+int block_n_for(std::int64_t n, bool fp8) {
+  for (int bn : {256, 192, 128})
+    if (!(fp8 && bn > 192) && n % bn == 0) return bn;
+  return fp8 ? 192 : 256;
+}
+
+std::size_t find_config(const std::vector<std::unique_ptr<OurKernel>>& list, bool fp8, int bn, int cm, int cn) {
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const auto c = list[i]->config();
+    if (c["tile"][1] == bn && c["cluster"][0] == cm && c["cluster"][1] == cn &&
+        (c["tile"][2].get<int>() == 128) == fp8)
+      return i;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::size_t pick_wgmma(const std::vector<std::unique_ptr<OurKernel>>& list, const GemmCase& c) {
+  const bool fp8 = c.dtype == "fp8_e4m3";
+  return find_config(list, fp8, block_n_for(c.shape.n, fp8), 1, 1);
+}
+
+// Measured on an H100 (bench/results/h100/cluster_gemm): bf16 is fastest with 2x1 clusters (B multicast halves
+// the L2 -> SM traffic of a 128x256 tile) whenever there are two rows of tiles to pair; a single row of tiles
+// (decode, M <= 128) and fp8 (whose promotion leaves the loads less critical) run best without a cluster.
+std::size_t pick_cluster(const std::vector<std::unique_ptr<OurKernel>>& list, const GemmCase& c) {
+  const bool fp8 = c.dtype == "fp8_e4m3";
+  const bool one_row = c.shape.m <= kBlockM;
+  const int cm = (fp8 || one_row) ? 1 : 2;
+  return find_config(list, fp8, block_n_for(c.shape.n, fp8), cm, 1);
 }
 
 }  // namespace aispflow::kernels::cuda::ours

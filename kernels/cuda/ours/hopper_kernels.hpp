@@ -1,5 +1,6 @@
 #pragma once
 // ours.wgmma and ours.cluster: the configurations of our Hopper GEMM kernel (hopper_gemm.cuh) as OurKernels.
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,5 +28,8 @@ std::unique_ptr<OurKernel> make_hopper_kernel(const HopperConfig& config);
 // The configuration lists of the two providers, default first per dtype (docs/nodes.md lists them).
 std::vector<std::unique_ptr<OurKernel>> wgmma_kernels();
 std::vector<std::unique_ptr<OurKernel>> cluster_kernels();
+// The configuration each provider runs for a case without autotuning: an index into the list above.
+std::size_t pick_wgmma(const std::vector<std::unique_ptr<OurKernel>>& list, const GemmCase& c);
+std::size_t pick_cluster(const std::vector<std::unique_ptr<OurKernel>>& list, const GemmCase& c);
 
 }  // namespace aispflow::kernels::cuda::ours

@@ -1,0 +1,164 @@
+// ours.wgmma / ours.cluster at the kernel level: every configuration, on the odd shapes the issue names and on
+// batched and split-K cases, either computes the case correctly (poisoned output, every element against the GPU
+// fp32-accumulating reference) or says why it cannot; and the configuration choices hold where no GPU is needed.
+#include <gtest/gtest.h>
+
+#ifndef AISPFLOW_HAS_CUDA
+
+TEST(HopperKernels, NotBuilt) { GTEST_SKIP() << "no CUDA device: this aispflow was built without CUDA"; }
+
+#else
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/context.hpp"
+#include "kernels/cuda/cublaslt_gemm.hpp"
+#include "kernels/cuda/device.hpp"
+#include "kernels/cuda/ours/hopper_kernels.hpp"
+
+namespace aispflow::kernels::cuda {
+namespace {
+
+GemmShape shape_of(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch = 1) {
+  GemmShape s;
+  s.m = m;
+  s.n = n;
+  s.k = k;
+  s.batch = batch;
+  s.name = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + "x" + std::to_string(batch);
+  return s;
+}
+
+std::vector<std::unique_ptr<OurKernel>> all_configurations() {
+  auto list = ours::wgmma_kernels();
+  for (auto& k : ours::cluster_kernels()) list.push_back(std::move(k));
+  return list;
+}
+
+bool on_hopper() {
+  const auto& sys = system_info();
+  return !sys.devices.empty() && sys.devices.front().compute_capability() == 90;
+}
+
+// ---- no GPU needed ---------------------------------------------------------------------------------------
+
+TEST(HopperKernels, DefaultPicksFollowTheShape) {
+  const auto wgmma = ours::wgmma_kernels();
+  const auto cluster = ours::cluster_kernels();
+  auto picked = [](const std::vector<std::unique_ptr<OurKernel>>& list, std::size_t i) { return list.at(i)->config(); };
+  // 2880 = 15 x 192: the 192-wide tile leaves no partial column of tiles.
+  const GemmCase gptoss{shape_of(4096, 2880, 2880), "bf16", "nt", "none"};
+  EXPECT_EQ(picked(wgmma, ours::pick_wgmma(wgmma, gptoss))["tile"][1], 192);
+  EXPECT_EQ(picked(cluster, ours::pick_cluster(cluster, gptoss))["tile"][1], 192);
+  EXPECT_EQ(picked(cluster, ours::pick_cluster(cluster, gptoss))["cluster"], nlohmann::json({2, 1}));
+  const GemmCase square{shape_of(4096, 4096, 4096), "bf16", "nn", "none"};
+  EXPECT_EQ(picked(cluster, ours::pick_cluster(cluster, square))["tile"][1], 256);
+  // One row of tiles (decode) has no vertical neighbour to share B with.
+  const GemmCase decode{shape_of(64, 8192, 8192), "bf16", "nt", "none"};
+  EXPECT_EQ(picked(cluster, ours::pick_cluster(cluster, decode))["cluster"], nlohmann::json({1, 1}));
+  // fp8 stops at 192 columns (its promotion accumulators).
+  const GemmCase fp8{shape_of(4096, 4096, 4096), "fp8_e4m3", "nt", "none"};
+  EXPECT_LE(picked(cluster, ours::pick_cluster(cluster, fp8))["tile"][1].get<int>(), 192);
+  for (const auto& k : cluster) EXPECT_NE(k->identity(square).find("ours.cluster"), std::string::npos);
+}
+
+// ---- on a Hopper GPU -------------------------------------------------------------------------------------
+
+class HopperGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto& sys = system_info();
+    if (sys.devices.empty()) GTEST_SKIP() << "no CUDA device: " << sys.why_no_device;
+    if (!on_hopper()) GTEST_SKIP() << "ours.wgmma / ours.cluster need sm_90a; found " << sys.devices.front().name;
+    context_ = std::make_unique<GpuContext>(0);
+  }
+  std::unique_ptr<GpuContext> context_;
+};
+
+// Runs every configuration that accepts the case; returns how many ran. A configuration that declines must say
+// why; one that accepts must be exactly right (the reference check with the dtype's tolerance).
+int check_every_configuration(GpuContext& ctx, const GemmCase& c) {
+  std::mt19937_64 rng(std::hash<std::string>{}(c.shape.name + c.dtype + c.layout + c.epilogue));
+  GemmProblem problem(c.shape, *lt_dtype(c.dtype), rng(), ctx.stream(), 1, GemmVariant::of(c));
+  int ran = 0;
+  for (const auto& kernel : all_configurations()) {
+    const std::string id = kernel->identity(c);
+    if (auto why = kernel->unsupported(c)) {
+      EXPECT_FALSE(why->empty()) << id;
+      continue;
+    }
+    SCOPED_TRACE(id);
+    const BoundLaunch launch = kernel->bind(problem);
+    problem.poison_output(ctx.stream());
+    launch(ctx.stream(), 0);
+    AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+    const Comparison cmp = problem.check_output(ctx.stream());
+    EXPECT_EQ(cmp.non_finite, 0) << cmp.describe(c.shape.n);
+    EXPECT_LE(cmp.max_rel_err, problem.tolerance()) << cmp.describe(c.shape.n);
+    ++ran;
+  }
+  return ran;
+}
+
+TEST_F(HopperGpu, OddShapesAreRightOrSkippedWithAReason) {
+  // The issue's shapes. 1x1x1 and 17x2880x33 have rows TMA cannot address (N or K not a multiple of 8): every
+  // configuration must decline them, naming the alignment.
+  for (const GemmShape& s : {shape_of(1, 1, 1), shape_of(17, 2880, 33)}) {
+    const GemmCase c{s, "bf16", "nt", "none"};
+    for (const auto& kernel : all_configurations()) {
+      if (kernel->config()["tile"][2] != 64) continue;   // the fp8 configurations decline bf16 first
+      const auto why = kernel->unsupported(c);
+      ASSERT_TRUE(why.has_value()) << kernel->identity(c);
+      EXPECT_NE(why->find("16-byte aligned"), std::string::npos) << *why;
+    }
+  }
+  int ran = 0;
+  for (const GemmShape& s : {shape_of(4096, 2880, 2880), shape_of(128, 8192, 8192), shape_of(1, 5120, 2880),
+                             shape_of(17, 2880, 40)})
+    for (const char* layout : {"nt", "nn"}) ran += check_every_configuration(*context_, {s, "bf16", layout, "none"});
+  EXPECT_GT(ran, 0);
+}
+
+TEST_F(HopperGpu, Fp8WithScalesAndEveryEpilogue) {
+  int ran = 0;
+  for (const char* epilogue : {"none", "bias", "bias_gelu"}) {
+    ran += check_every_configuration(*context_, {shape_of(300, 2880, 2880), "fp8_e4m3", "nt", epilogue});
+    ran += check_every_configuration(*context_, {shape_of(257, 1024, 512), "bf16", "nn", epilogue});
+  }
+  // fp8 in layout nn stores B as N x K, as cuBLASLt's fp8 does: still the same product.
+  ran += check_every_configuration(*context_, {shape_of(1, 5120, 2880), "fp8_e4m3", "nn", "bias_gelu"});
+  EXPECT_GT(ran, 0);
+}
+
+TEST_F(HopperGpu, BatchedExpertsAndSplitK) {
+  int ran = check_every_configuration(*context_, {shape_of(512, 2880, 2880, 4), "bf16", "nt", "bias"});
+  ran += check_every_configuration(*context_, {shape_of(8, 2880, 2880, 4), "bf16", "nn", "bias_gelu"});
+  EXPECT_GT(ran, 0);
+}
+
+// The check itself must be able to fail: the product of other operands and another bias (what a kernel reading
+// the wrong source would write) is rejected far above the tolerance, and an output nothing wrote (still
+// poisoned) is rejected as unwritten.
+TEST_F(HopperGpu, TheCheckCatchesAWrongBiasAndAnUnwrittenOutput) {
+  const GemmCase c{shape_of(256, 1024, 512), "bf16", "nt", "bias"};
+  GemmProblem right(c.shape, *lt_dtype("bf16"), 11, context_->stream(), 1, GemmVariant::of(c));
+  GemmProblem other(c.shape, *lt_dtype("bf16"), 12, context_->stream(), 1, GemmVariant::of(c));
+  auto kernels = ours::cluster_kernels();
+  const auto& kernel = kernels.at(ours::pick_cluster(kernels, c));
+  const BoundLaunch wrong = kernel->bind(other);
+  right.poison_output(context_->stream());
+  wrong(context_->stream(), 0);   // a correct kernel, run on the wrong operands: copy its output into `right`
+  AISPFLOW_CUDA_CHECK(cudaMemcpyAsync(right.c(), other.c(), std::size_t(c.shape.m * c.shape.n) * 2,
+                                      cudaMemcpyDeviceToDevice, context_->stream()));
+  const Comparison mixed = right.check_output(context_->stream());
+  EXPECT_GT(mixed.max_rel_err, 100 * right.tolerance()) << mixed.describe(c.shape.n);
+  right.poison_output(context_->stream());   // never launched: every element still NaN
+  EXPECT_GT(right.check_output(context_->stream()).non_finite, 0);
+}
+
+}  // namespace
+}  // namespace aispflow::kernels::cuda
+
+#endif
