@@ -19,14 +19,14 @@ std::vector<std::int64_t> routed_tokens_per_expert(std::int64_t tokens, std::int
   std::mt19937_64 rng(seed);
   auto uniform = [&rng] { return double(rng() >> 11) * 0x1p-53; };   // [0, 1)
   // Popularity ranks assigned to experts by a Fisher-Yates shuffle (no std::shuffle: its algorithm is unspecified).
-  std::vector<std::int64_t> rank(std::size_t(experts));
+  std::vector<std::int64_t> rank(static_cast<std::size_t>(experts));
   std::iota(rank.begin(), rank.end(), 1);
   for (std::size_t i = rank.size() - 1; i > 0; --i) std::swap(rank[i], rank[std::size_t(rng() % (i + 1))]);
-  std::vector<double> weight(std::size_t(experts));
+  std::vector<double> weight(static_cast<std::size_t>(experts));
   for (std::size_t e = 0; e < weight.size(); ++e) weight[e] = 1.0 / std::pow(double(rank[e]), skew);
 
-  std::vector<std::int64_t> counts(std::size_t(experts), 0);
-  std::vector<char> taken(std::size_t(experts));
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(experts), 0);
+  std::vector<char> taken(static_cast<std::size_t>(experts));
   for (std::int64_t t = 0; t < tokens; ++t) {
     std::fill(taken.begin(), taken.end(), 0);
     double left = std::accumulate(weight.begin(), weight.end(), 0.0);

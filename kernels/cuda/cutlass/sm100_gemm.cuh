@@ -110,12 +110,23 @@ struct Instance {
     return Gemm::can_implement(arguments(g)) == cutlass::Status::kSuccess ? abi::kOk : abi::kCannotImplement;
   }
   static std::size_t workspace_bytes(const abi::GemmArgs& g) { return Gemm::get_workspace_size(arguments(g)); }
+  // Only stream-ordered work per call (workspace set-up, the launch), so a call can be captured into a CUDA
+  // graph; the kernel's shared-memory attribute is set once, on the first (uncaptured, verification) call,
+  // instead of on every call as GemmUniversalAdapter::initialize() would.
   static int run(const abi::GemmArgs& g) {
-    Gemm gemm;
+    static const cudaError_t attribute = [] {
+      constexpr int smem = Kernel::SharedStorageSize;
+      return smem >= (48 << 10) ? cudaFuncSetAttribute(cutlass::device_kernel<Kernel>,
+                                                       cudaFuncAttributeMaxDynamicSharedMemorySize, smem)
+                                : cudaSuccess;
+    }();
+    if (attribute != cudaSuccess) return abi::kLaunchFailed;
     const auto args = arguments(g);
     if (Gemm::can_implement(args) != cutlass::Status::kSuccess) return abi::kCannotImplement;
-    if (gemm.initialize(args, g.workspace, g.stream) != cutlass::Status::kSuccess) return abi::kLaunchFailed;
-    return gemm.run(g.stream) == cutlass::Status::kSuccess ? abi::kOk : abi::kLaunchFailed;
+    if (Kernel::initialize_workspace(args, g.workspace, g.stream, nullptr) != cutlass::Status::kSuccess)
+      return abi::kLaunchFailed;
+    auto params = Kernel::to_underlying_arguments(args, g.workspace);
+    return Gemm::run(params, g.stream) == cutlass::Status::kSuccess ? abi::kOk : abi::kLaunchFailed;
   }
   static constexpr abi::InstanceOps ops{&can_implement, &workspace_bytes, &run};
 };

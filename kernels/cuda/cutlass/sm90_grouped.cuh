@@ -122,12 +122,21 @@ struct GroupedInstance {
     Host host;
     return Gemm::get_workspace_size(arguments(g, metadata, host));
   }
+  // Stream-ordered work only (capturable); the shared-memory attribute is set once (see sm90_gemm.cuh).
   static int run(const gabi::GroupedArgs& g, void* metadata, void* workspace) {
+    static const cudaError_t attribute = [] {
+      constexpr int smem = Kernel::SharedStorageSize;
+      return smem >= (48 << 10) ? cudaFuncSetAttribute(cutlass::device_kernel<Kernel>,
+                                                       cudaFuncAttributeMaxDynamicSharedMemorySize, smem)
+                                : cudaSuccess;
+    }();
+    if (attribute != cudaSuccess) return gabi::kLaunchFailed;
     Host host;
-    Gemm gemm;
     const auto args = arguments(g, metadata, host);
-    if (gemm.initialize(args, workspace, g.stream) != cutlass::Status::kSuccess) return gabi::kLaunchFailed;
-    return gemm.run(g.stream) == cutlass::Status::kSuccess ? gabi::kOk : gabi::kLaunchFailed;
+    if (Kernel::initialize_workspace(args, workspace, g.stream, nullptr) != cutlass::Status::kSuccess)
+      return gabi::kLaunchFailed;
+    auto params = Kernel::to_underlying_arguments(args, workspace);
+    return Gemm::run(params, g.stream) == cutlass::Status::kSuccess ? gabi::kOk : gabi::kLaunchFailed;
   }
   static constexpr gabi::GroupedOps ops{&metadata_bytes, &prepare, &can_implement, &workspace_bytes, &run};
 };
