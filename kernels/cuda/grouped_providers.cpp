@@ -136,6 +136,9 @@ GroupedLaunch GroupedProvider::make_launch(GemmProblem& p, const std::vector<std
   }
   // cuBLAS is column-major: C_g^T (N x m_g) = B_g^T (N x K) * A_g^T (K x m_g), no data moved.
   cublasHandle_t h = cublas_.get();
+  // The context's workspace (cuBLASLt's; never in use at the same time): cuBLAS then allocates nothing while
+  // the harness captures launches into a CUDA graph.
+  check_cublas(cublasSetWorkspace(h, ctx.workspace(), ctx.workspace_bytes()), "cublasSetWorkspace");
   if (method_ == GroupedMethod::cublas_grouped) {
 #if CUBLAS_VER_MAJOR > 12 || (CUBLAS_VER_MAJOR == 12 && CUBLAS_VER_MINOR >= 5)
     const int G = int(m.size());
@@ -160,7 +163,6 @@ GroupedLaunch GroupedProvider::make_launch(GemmProblem& p, const std::vector<std
     for (auto x : a) all.push_back(x);
     for (auto x : cc) all.push_back(x);
     AISPFLOW_CUDA_CHECK(cudaMemcpy(ptrs->get(), all.data(), sizeof(void*) * all.size(), cudaMemcpyHostToDevice));
-    check_cublas(cublasSetWorkspace(h, ctx.workspace(), GpuContext::kWorkspaceBytes), "cublasSetWorkspace");
     out.kernel = "cublasGemmGroupedBatchedEx bf16 -> bf16, compute 32F, " + std::to_string(G) + " groups of 1";
     out.extra["method"] = "cublasGemmGroupedBatchedEx";
     out.keep = {host, ops, alpha, beta, ptrs};
