@@ -95,6 +95,9 @@ json run_sweep(kernels::Backend& backend, const SweepPlan& plan, const SweepHook
   for (const auto& name : plan.providers) {
     kernels::GemmProvider* p = backend.provider(name);
     if (p) {
+      const json options = plan.provider_options.value(name, json::object());
+      if (const std::string problem = p->check_options(options); !problem.empty())
+        throw NodeError("provider_options." + name + ": " + problem);
       providers.push_back({name, p, backend.unmet(p->requirements())});
     } else if (is_gpu_provider_name(name)) {
       providers.push_back({name, nullptr, "requires a GPU (the cuda backend); this run uses the " +
@@ -114,8 +117,10 @@ json run_sweep(kernels::Backend& backend, const SweepPlan& plan, const SweepHook
         for (const auto& epilogue : plan.epilogues) cases.push_back({shape, dtype, layout, epilogue});
   const std::size_t total = cases.size() * providers.size();
   std::size_t done = 0;
-  for (const auto& c : cases) {
+  for (const auto& plain_case : cases) {
     for (const auto& rp : providers) {
+      kernels::GemmCase c = plain_case;
+      c.options = plan.provider_options.value(rp.name, json::object());
       if (hooks.cancelled && hooks.cancelled())
         throw NodeError("cancelled after " + std::to_string(done) + " of " + std::to_string(total) + " runs");
       std::vector<kernels::GemmRecord> results;
@@ -216,6 +221,21 @@ std::vector<std::string> read_epilogues(const json& params) {
   return read_axis(params, "epilogue", kernels::gemm_epilogues(), "none");
 }
 
+// provider_options: a map from a provider of the list to a map of its options. The values themselves are checked
+// by the provider when the node runs (GPU providers live in the CUDA plugin).
+std::string check_provider_options(const json& params) {
+  if (!has_value(params, "provider_options")) return {};
+  const json& po = params["provider_options"];
+  if (!po.is_object()) return "provider_options: expected a map of provider -> options";
+  const auto providers = string_list(params, "providers", {"auto"});
+  for (auto it = po.begin(); it != po.end(); ++it) {
+    if (std::find(providers.begin(), providers.end(), it.key()) == providers.end())
+      return "provider_options: '" + it.key() + "' is not in providers (" + join(providers) + ")";
+    if (!it.value().is_object()) return "provider_options." + it.key() + ": expected a map of options";
+  }
+  return {};
+}
+
 // Shapes from the inline param, else from the inputs' "shapes"; then filter and max_shapes.
 std::vector<kernels::GemmShape> select_shapes(const NodeContext& ctx) {
   const json& p = ctx.params;
@@ -285,6 +305,8 @@ class GemmSweepNode final : public NodeType {
          "B's storage, a name or a list: nn (B is K x N, the default) | nt (B is N x K, a Linear weight)"},
         {"epilogue", ParamKind::any, json(), false,
          "fused output operation, a name or a list: none (default) | bias | bias_gelu (GELU, tanh form)"},
+        {"provider_options", ParamKind::map, json(), false,
+         "per provider options, e.g. {ours.cluster: {autotune: true}} (docs/nodes.md)"},
         {"timing", ParamKind::map, json(), false,
          "warmup, min_samples, max_samples, target_stdrel, budget_s (per measurement), flush_cache"},
         {"max_shapes", ParamKind::integer, json(), false, "sweep only the first N shapes (quick runs)"},
@@ -317,6 +339,7 @@ class GemmSweepNode final : public NodeType {
       (void)read_layouts(params);
       (void)read_epilogues(params);
       (void)timing_policy(params);
+      if (auto err = check_provider_options(params); !err.empty()) return err;
       if (has_value(params, "max_shapes")) (void)positive_int(params, "max_shapes", 0);
       if (has_value(params, "filter") && !params["filter"].is_string()) return "filter: expected a string";
       if (has_value(params, "shapes")) {
@@ -343,6 +366,7 @@ class GemmSweepNode final : public NodeType {
       plan.dtypes = read_dtypes(ctx.params);
       plan.layouts = read_layouts(ctx.params);
       plan.epilogues = read_epilogues(ctx.params);
+      if (has_value(ctx.params, "provider_options")) plan.provider_options = ctx.params["provider_options"];
       plan.timing = timing_policy(ctx.params);
     } catch (const std::invalid_argument& e) {
       throw NodeError(e.what());

@@ -17,6 +17,7 @@ struct SweepPlan {
   kernels::TimingPolicy timing;
   std::vector<std::string> layouts = {"nn"};      // the `layout` axis (kernels::GemmCase)
   std::vector<std::string> epilogues = {"none"};  // the `epilogue` axis
+  json provider_options = json::object();         // provider -> options (GemmCase::options)
 };
 
 struct SweepHooks {

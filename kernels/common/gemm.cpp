@@ -158,8 +158,9 @@ json GemmRecord::to_json(const json& env) const {
 
 const std::vector<std::string>& gpu_provider_names() {
   // Our own CUDA kernels (kernels/cuda/ours/), then the vendor library.
-  static const std::vector<std::string> names = {"ours.naive", "ours.tiled",     "ours.wgmma", "ours.cluster",
-                                                 "cublaslt",   "cublaslt.sweep", "cutlass",    "cutlass.select",
+  static const std::vector<std::string> names = {"ours.naive", "ours.tiled",     "ours.wgmma",      "ours.cluster",
+                                                 "cublaslt",   "cublaslt.sweep", "cublaslt.unfused", "cutlass",
+                                                 "cutlass.select",
                                                  // grouped (MoE-routed) shapes: kernels/cuda/grouped_providers.hpp
                                                  "cutlass.grouped", "cublaslt.grouped", "cublas.per_expert", "padded"};
   return names;

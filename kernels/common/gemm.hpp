@@ -48,6 +48,9 @@ struct GemmCase {
   std::string dtype;
   std::string layout = "nn";
   std::string epilogue = "none";
+  // Provider options (gemm_sweep's provider_options for this provider), e.g. {"autotune": true}. They travel
+  // with each case because providers are shared objects.
+  json options = json::object();
   bool plain() const { return layout == "nn" && epilogue == "none"; }
   // "bf16", or "bf16 nt bias_gelu" when an axis is not at its default: for logs and messages.
   std::string label() const;
@@ -88,6 +91,11 @@ class GemmProvider {
   virtual ~GemmProvider() = default;
   virtual std::string name() const = 0;
   virtual Requirements requirements() const { return {}; }
+  // "" when `options` (gemm_sweep's provider_options for this provider) are valid; otherwise what is wrong,
+  // naming the key and the accepted values. Providers without options accept only an empty map.
+  virtual std::string check_options(const json& options) const {
+    return options.empty() ? std::string() : name() + " takes no options; got " + options.dump();
+  }
   // nullopt when the case is supported; else why not ("fp8_e4m3 needs sm_89+", "above size limit",
   // "cpu.blocked offers layout nn only").
   virtual std::optional<std::string> unsupported(const GemmCase& c) const = 0;

@@ -1,12 +1,12 @@
 #pragma once
-// The profiler-style search shared by the sweeping GEMM providers: a list of candidate kernels for one
-// GemmProblem, each verified (output poisoned with NaN, every element compared with the reference; a failure
-// is never timed), the verified ones screened with a short timing, the fastest few timed interleaved with
-// the caller's policy (Harness::time_interleaved: same clocks and power state for all), winner first.
-// Every candidate (identity, status, verification, times) ends up in the record's extra["candidates"].
-//
-// NOTE: a local version with the shape the lead's shared helper is to have (kernels/cuda/cublaslt_provider.cpp
-// still has its own loop); cutlass.select uses it so that both can be folded into one implementation.
+// The one candidate search behind every provider that picks among several kernels for a case: `ours.cluster`
+// with autotune (and any provider with a single candidate), the same steps `cublaslt.sweep` takes:
+//   1. verify every candidate: output poisoned with NaN, one launch, every element compared with the reference,
+//      on the first and on the last operand copy; a candidate failing any check is `failed` and never timed;
+//   2. screen the verified ones with a short timing (only when there are more than `finalists`);
+//   3. time the finalists interleaved (Harness::time_interleaved: same clocks and power state for all);
+//   4. the fastest finalist wins.
+// Providers supply the candidates; the search knows nothing about what they run.
 #include <functional>
 #include <optional>
 #include <string>
@@ -14,17 +14,22 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/cuda/cublaslt_gemm.hpp"
+#include "kernels/common/timing.hpp"
 #include "kernels/cuda/harness.hpp"
+#include "kernels/cuda/ours/our_kernel.hpp"
 
 namespace aispflow::kernels::cuda {
 
+class GemmProblem;
+
 struct SearchCandidate {
-  std::string kernel;                      // full identity, for the record's `kernel`
-  nlohmann::json identity = nlohmann::json::object();
-  // Enqueues the kernel on operand copy `copy`; throws CudaError on failure. Empty for a skipped candidate.
-  std::function<void(cudaStream_t, int copy)> launch;
-  std::string status = "ok";               // ok | failed | skipped
+  std::string kernel;              // the record's `kernel` if this candidate wins
+  nlohmann::json identity;         // provider-specific identity fields for the record's `candidates` entry
+                                   // ({"config": ...} for ours.*, {"heuristic_rank", "algo"} for cuBLASLt)
+  BoundLaunch launch;              // enqueues one GEMM on an operand copy
+  double extra_tolerance = 0;      // added to the problem's tolerance (OurKernel::extra_rounding)
+  // Filled by the search:
+  std::string status = "ok";       // "ok" | "failed"
   std::string reason;
   bool verified = false;
   double max_rel_err = 0;
@@ -33,18 +38,19 @@ struct SearchCandidate {
 };
 
 struct SearchOptions {
-  int finalists = 3;          // how many screened candidates reach the interleaved final
-  bool screen = true;         // false: every verified candidate goes to the final (a single-kernel provider)
-  int always_final = -1;      // index of a candidate that reaches the final whenever it verifies (a default)
+  int finalists = 3;               // timed with the full policy, interleaved
+  // A candidate that reaches the final whatever its screening time (cuBLASLt's heuristic top: so the sweep's
+  // winner is, in the same measurement pass, never slower than what the plain provider would pick).
+  std::optional<std::size_t> always_final;
 };
 
-// Runs the search in place; returns the index of the winner (fastest finalist) or -1 when none verified and
-// timed. Candidates already marked skipped are left alone.
-int run_candidate_search(std::vector<SearchCandidate>& candidates, GemmProblem& problem, Harness& harness,
-                         const TimingPolicy& timing, cudaStream_t stream, const SearchOptions& options);
+// Runs the search over `candidates` on `problem` with the harness; returns the index of the winner, or nullopt
+// when no candidate passed verification and timing (their reasons are in the candidates).
+std::optional<std::size_t> run_candidate_search(std::vector<SearchCandidate>& candidates, GemmProblem& problem,
+                                                Harness& harness, const TimingPolicy& timing,
+                                                const SearchOptions& options = {});
 
-// Fills a record from a finished search: winner's kernel, time, verification; extra["candidates"] and
-// extra["search"] when `list_all`; failed with the first candidate's reason when there is no winner.
-void record_search(GemmRecord& rec, const std::vector<SearchCandidate>& candidates, int winner, bool list_all);
+// A short policy for screening: enough samples to rank candidates, little time each.
+TimingPolicy screening_policy(const TimingPolicy& full);
 
 }  // namespace aispflow::kernels::cuda

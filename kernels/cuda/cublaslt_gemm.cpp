@@ -191,7 +191,7 @@ double GemmProblem::tolerance() const {
   return dtype_.name == "tf32" ? std::max(base, 8.0 * 0x1p-11) : base;
 }
 
-LtPlan::LtPlan(GpuContext& ctx, const GemmProblem& problem) : ctx_(ctx), problem_(problem) {
+LtPlan::LtPlan(GpuContext& ctx, const GemmProblem& problem, bool fuse_epilogue) : ctx_(ctx), problem_(problem) {
   const auto& s = problem.shape();
   const auto& d = problem.dtype();
   AISPFLOW_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc_, d.compute, CUDA_R_32F));
@@ -204,7 +204,7 @@ LtPlan::LtPlan(GpuContext& ctx, const GemmProblem& problem) : ctx_(ctx), problem
     set_desc(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, problem.device_scale_b());
     set_desc(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, problem.device_scale_a());
   }
-  if (problem.epilogue() != Epilogue::none) {
+  if (fuse_epilogue && problem.epilogue() != Epilogue::none) {
     // cuBLASLt computes our C transposed (N x M column-major), so our per-column bias[N] is its per-row bias:
     // exactly the vector its BIAS epilogues take. GELU_BIAS applies GELU (tanh form) after the bias.
     const cublasLtEpilogue_t epilogue =

@@ -111,7 +111,9 @@ class GemmProblem {
 // The cuBLASLt descriptors for one problem; asks the heuristic for candidates and runs them.
 class LtPlan {
  public:
-  LtPlan(GpuContext& ctx, const GemmProblem& problem);
+  // fuse_epilogue = false runs the bare GEMM even when the problem has an epilogue (the unfused pair adds it
+  // with a separate kernel).
+  LtPlan(GpuContext& ctx, const GemmProblem& problem, bool fuse_epilogue = true);
   ~LtPlan();
   LtPlan(const LtPlan&) = delete;
   LtPlan& operator=(const LtPlan&) = delete;

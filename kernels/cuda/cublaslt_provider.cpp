@@ -6,6 +6,7 @@
 #include <memory>
 #include <random>
 
+#include "kernels/cuda/candidate_search.hpp"
 #include "kernels/cuda/cublaslt_gemm.hpp"
 #include "kernels/cuda/device.hpp"
 
@@ -23,90 +24,6 @@ std::string join(const std::vector<std::string>& items) {
   std::string s;
   for (const auto& item : items) s += (s.empty() ? "" : ", ") + item;
   return s;
-}
-
-// One heuristic candidate through verification and timing.
-struct Candidate {
-  int rank = 0;                        // position in the heuristic's list (0 = its top choice)
-  cublasLtMatmulHeuristicResult_t heuristic{};
-  nlohmann::json identity;
-  std::string status = "ok";           // "ok" | "failed"
-  std::string reason;
-  double max_rel_err = 0;
-  bool verified = false;
-  std::optional<Measurement> screen;   // short timing (sweep only)
-  std::optional<Measurement> full;     // timing with the caller's policy
-
-  double best_median() const {
-    if (full) return full->stats.median_ms;
-    if (screen) return screen->stats.median_ms;
-    return 0;
-  }
-  nlohmann::json to_json() const {
-    // heuristic_rank 0 is the heuristic's top choice: the algorithm `cublaslt` runs.
-    nlohmann::json j = {{"heuristic_rank", rank}, {"kernel", lt_kernel_name(identity)}, {"algo", identity},
-                        {"status", status},      {"verified", verified},             {"max_rel_err", max_rel_err}};
-    if (!reason.empty()) j["reason"] = reason;
-    if (screen) j["screen_time_ms"] = screen->stats.to_json();
-    if (full) j["time_ms"] = full->stats.to_json();
-    return j;
-  }
-};
-
-// Poison C, run once, compare every element with the reference. A failing candidate is never timed.
-// With operand copies, the first and the last copy are checked (same data, same algorithm, other
-// addresses: what could differ is alignment-dependent behaviour, and both ends cover it).
-void verify(Candidate& cand, const LtPlan& plan, GemmProblem& problem, cudaStream_t stream) {
-  try {
-    for (int copy : {0, problem.copies() - 1}) {
-      problem.poison_output(stream, copy);
-      plan.run(cand.heuristic.algo, stream, copy);
-      AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
-      const Comparison cmp = problem.check_output(stream, copy);
-      cand.max_rel_err = std::max(cand.max_rel_err, cmp.max_rel_err);
-      cand.verified = cmp.non_finite == 0 && cmp.max_rel_err <= problem.tolerance();
-      if (!cand.verified) {
-        cand.status = "failed";
-        char tol[32];
-        std::snprintf(tol, sizeof tol, "%.3g", problem.tolerance());
-        cand.reason = "verification failed" + (copy > 0 ? " on operand copy " + std::to_string(copy) : std::string()) +
-                      ": " + cmp.describe(problem.shape().n) + ", tolerance " + tol;
-        return;
-      }
-      if (problem.copies() == 1) break;
-    }
-  } catch (const CudaError& e) {
-    cand.status = "failed";
-    cand.reason = e.what();
-  }
-}
-
-// Each launch takes the next operand copy, so a graph of launches rotates over all of them.
-std::function<void(cudaStream_t)> rotating_launch(const LtPlan& plan, const Candidate& cand, int copies) {
-  auto next = std::make_shared<int>(0);
-  return [&plan, &cand, copies, next](cudaStream_t s) { plan.run(cand.heuristic.algo, s, (*next)++ % copies); };
-}
-
-void time_candidate(Candidate& cand, const LtPlan& plan, Harness& harness, const TimingPolicy& policy, bool screen,
-                    int copies) {
-  try {
-    Measurement m = harness.time(policy, rotating_launch(plan, cand, copies));
-    m.operand_copies = copies;
-    (screen ? cand.screen : cand.full) = std::move(m);
-  } catch (const CudaError& e) {
-    cand.status = "failed";
-    cand.reason = std::string("timing failed: ") + e.what();
-  }
-}
-
-// A short policy for screening sweep candidates: enough samples to rank them, little time each.
-TimingPolicy screening_policy(const TimingPolicy& full) {
-  TimingPolicy p = full;
-  p.min_samples = std::min(full.min_samples, 5);
-  p.max_samples = std::min(full.max_samples, 30);
-  p.budget_s = std::min(full.budget_s, 0.25);
-  p.warmup = std::max(1, std::min(full.warmup, 2));
-  return p;
 }
 
 }  // namespace
@@ -182,7 +99,6 @@ std::vector<GemmRecord> CublasLtProvider::run(const GemmCase& gemm, const Timing
                            : 1;
     // Random operands (+ bias) and the fp32 reference, epilogue included.
     GemmProblem problem(shape, spec, seed, stream, copies, GemmVariant::of(gemm));
-    LtPlan plan(ctx, problem);
     rec.tolerance = problem.tolerance();
     rec.extra["seed"] = seed;
     rec.extra["verification"] =
@@ -199,6 +115,8 @@ std::vector<GemmRecord> CublasLtProvider::run(const GemmCase& gemm, const Timing
     if (spec.ab == Elem::e4m3)
       rec.extra["scales"] = {{"a", problem.scale_a()}, {"b", problem.scale_b()}, {"output", "bf16, unscaled"}};
 
+    const auto plan_ptr = std::make_shared<LtPlan>(ctx, problem);
+    const LtPlan& plan = *plan_ptr;
     auto heuristics = plan.candidates(sweep_ ? kSweepCandidates : 1);
     if (sweep_) {
       // The heuristic does not always rank the same way when asked for 1 and for 32 algorithms; the
@@ -218,58 +136,24 @@ std::vector<GemmRecord> CublasLtProvider::run(const GemmCase& gemm, const Timing
       rec.reason = "cuBLASLt's heuristic returned no algorithm for this problem on " + system_info().devices[std::size_t(ctx.device())].name;
       return {rec};
     }
-    std::vector<Candidate> candidates(heuristics.size());
+    // One search candidate per heuristic result: the shared search verifies each (first and last operand copy),
+    // screens, and times the finalists interleaved (kernels/cuda/candidate_search.hpp).
+    std::vector<SearchCandidate> candidates(heuristics.size());
     for (std::size_t i = 0; i < heuristics.size(); ++i) {
-      candidates[i].rank = int(i);
-      candidates[i].heuristic = heuristics[i];
-      candidates[i].identity = lt_algo_identity(heuristics[i]);
-      verify(candidates[i], plan, problem, stream);
+      const nlohmann::json identity = lt_algo_identity(heuristics[i]);
+      // heuristic_rank 0 is the heuristic's top choice: the algorithm `cublaslt` runs.
+      candidates[i].identity = {{"heuristic_rank", int(i)}, {"algo", identity}};
+      candidates[i].kernel = lt_kernel_name(identity);
+      const cublasLtMatmulAlgo_t algo = heuristics[i].algo;
+      candidates[i].launch = [plan_ptr, algo](cudaStream_t s, int copy) { plan_ptr->run(algo, s, copy); };
     }
-
-    std::vector<Candidate*> finalists;
-    if (!sweep_) {
-      if (candidates[0].verified) finalists.push_back(&candidates[0]);
-    } else {
-      for (auto& c : candidates)
-        if (c.verified) time_candidate(c, plan, ctx.harness(), screening_policy(timing), /*screen=*/true, problem.copies());
-      std::vector<Candidate*> ranked;
-      for (auto& c : candidates)
-        if (c.status == "ok" && c.screen) ranked.push_back(&c);
-      std::stable_sort(ranked.begin(), ranked.end(), [](const Candidate* a, const Candidate* b) {
-        return a->screen->stats.median_ms < b->screen->stats.median_ms;
-      });
-      for (std::size_t i = 0; i < ranked.size() && int(i) < kSweepFinalists; ++i) finalists.push_back(ranked[i]);
-      // The heuristic's own choice always reaches the final, so the sweep's winner is, by construction and in
-      // the same measurement pass, never slower than what `cublaslt` alone would pick.
-      if (candidates[0].status == "ok" && candidates[0].screen &&
-          std::find(finalists.begin(), finalists.end(), &candidates[0]) == finalists.end())
-        finalists.push_back(&candidates[0]);
-    }
-    if (finalists.size() == 1) {
-      time_candidate(*finalists.front(), plan, ctx.harness(), timing, /*screen=*/false, problem.copies());
-    } else if (!finalists.empty()) {
-      // Finalists are sampled in rounds, so they share clocks and power state: the GPU may reach its power
-      // cap during a long sweep, and the ranking must not depend on who was timed first.
-      std::vector<std::function<void(cudaStream_t)>> launches;
-      for (Candidate* c : finalists) launches.push_back(rotating_launch(plan, *c, problem.copies()));
-      try {
-        auto measured = ctx.harness().time_interleaved(timing, launches);
-        for (std::size_t i = 0; i < finalists.size(); ++i) {
-          measured[i].operand_copies = problem.copies();
-          finalists[i]->full = std::move(measured[i]);
-        }
-      } catch (const CudaError& e) {
-        for (Candidate* c : finalists) {
-          c->status = "failed";
-          c->reason = std::string("timing failed: ") + e.what();
-        }
-      }
-    }
-
-    Candidate* winner = nullptr;
-    for (Candidate* c : finalists)
-      if (c->status == "ok" && c->full && (!winner || c->full->stats.median_ms < winner->full->stats.median_ms))
-        winner = c;
+    SearchOptions options;
+    options.finalists = sweep_ ? kSweepFinalists : 1;
+    // The heuristic's own choice always reaches the final, so the sweep's winner is, by construction and in the
+    // same measurement pass, never slower than what `cublaslt` alone would pick.
+    options.always_final = std::size_t(0);
+    if (!sweep_) candidates.resize(1);
+    const auto winner = run_candidate_search(candidates, problem, ctx.harness(), timing, options);
 
     if (sweep_) {
       nlohmann::json all = nlohmann::json::array();
@@ -277,29 +161,33 @@ std::vector<GemmRecord> CublasLtProvider::run(const GemmCase& gemm, const Timing
       rec.extra["candidates"] = all;
     }
     if (!winner) {
-      const Candidate& first = candidates[0];
+      const SearchCandidate& first = candidates[0];
       rec.status = "failed";
       rec.verified = false;
       rec.max_rel_err = first.max_rel_err;
-      rec.kernel = lt_kernel_name(first.identity);
+      rec.kernel = first.kernel;
       rec.reason = sweep_ ? "no candidate of " + std::to_string(candidates.size()) +
                                 " passed verification and timing; heuristic top: " + first.reason
                           : first.reason;
       return {rec};
     }
-    rec.kernel = lt_kernel_name(winner->identity);
+    const SearchCandidate& w = candidates[*winner];
+    rec.kernel = w.kernel;
     rec.verified = true;
-    rec.max_rel_err = winner->max_rel_err;
-    rec.time = winner->full->stats;
-    rec.extra["algo"] = winner->identity;
-    rec.extra["heuristic_rank"] = winner->rank;
-    rec.extra["timing"] = winner->full->timing_json();
-    if (!winner->full->warnings.empty()) rec.extra["warnings"] = winner->full->warnings;
+    rec.max_rel_err = w.max_rel_err;
+    rec.time = w.full->stats;
+    rec.extra["algo"] = w.identity["algo"];
+    rec.extra["heuristic_rank"] = w.identity["heuristic_rank"];
+    rec.extra["timing"] = w.full->timing_json();
+    if (!w.full->warnings.empty()) rec.extra["warnings"] = w.full->warnings;
     if (sweep_) {
-      int verified = 0;
-      for (const auto& c : candidates) verified += c.verified ? 1 : 0;
+      int verified = 0, finalists = 0;
+      for (const auto& c : candidates) {
+        verified += c.verified ? 1 : 0;
+        finalists += c.full ? 1 : 0;
+      }
       rec.extra["sweep"] = {{"candidates", candidates.size()}, {"verified", verified},
-                            {"finalists", finalists.size()}, {"winner_rank", winner->rank}};
+                            {"finalists", finalists},          {"winner_rank", int(*winner)}};
     }
   } catch (const std::exception& e) {
     rec.status = "failed";

@@ -20,6 +20,7 @@
 #include "kernels/cuda/device.hpp"
 #include "kernels/cuda/nccl.hpp"
 #include "kernels/cuda/nvml.hpp"
+#include "kernels/cuda/ours/ours_provider.hpp"
 #include "kernels/cuda/peaks.hpp"
 
 namespace aispflow::kernels {
@@ -90,6 +91,8 @@ class CudaBackend final : public Backend {
     else if (const auto& g = cuda::grouped_provider_names(); std::find(g.begin(), g.end(), name) != g.end())
       p = cuda::make_grouped_provider(cuda::GroupedMethod(std::find(g.begin(), g.end(), name) - g.begin()),
                                       [this]() -> GpuContext& { return context(0); });
+    else if (auto ours = cuda::make_ours_provider(name, [this]() -> GpuContext& { return context(0); }))
+      p = std::move(ours);
     else
       p = make_cpu_provider(name);
     if (!p) return nullptr;

@@ -141,8 +141,10 @@ TEST_F(CutlassGpu, CandidateSearchRejectsACorruptedKernel) {
   };
   cands[1].kernel = "intact";
   cands[1].launch = run;
-  const int winner = run_candidate_search(cands, problem, ctx_->harness(), test::quick_timing(), ctx_->stream(), {});
-  EXPECT_EQ(winner, 1);
+  const auto winner = run_candidate_search(cands, problem, ctx_->harness(), test::quick_timing());
+  ASSERT_TRUE(winner.has_value());
+  EXPECT_EQ(*winner, 1u);
+  EXPECT_FALSE(cands[0].full.has_value());
   EXPECT_EQ(cands[0].status, "failed");
   EXPECT_FALSE(cands[0].verified);
   EXPECT_FALSE(cands[0].screen.has_value());

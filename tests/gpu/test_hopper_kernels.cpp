@@ -17,6 +17,8 @@ TEST(HopperKernels, NotBuilt) { GTEST_SKIP() << "no CUDA device: this aispflow w
 #include "kernels/cuda/cublaslt_gemm.hpp"
 #include "kernels/cuda/device.hpp"
 #include "kernels/cuda/ours/hopper_kernels.hpp"
+#include "kernels/cuda/ours/ours_provider.hpp"
+#include "kernels/cuda/ours/simple_kernels.hpp"
 
 namespace aispflow::kernels::cuda {
 namespace {
@@ -62,6 +64,22 @@ TEST(HopperKernels, DefaultPicksFollowTheShape) {
   const GemmCase fp8{shape_of(4096, 4096, 4096), "fp8_e4m3", "nt", "none"};
   EXPECT_LE(picked(cluster, ours::pick_cluster(cluster, fp8))["tile"][1].get<int>(), 192);
   for (const auto& k : cluster) EXPECT_NE(k->identity(square).find("ours.cluster"), std::string::npos);
+}
+
+TEST(OursProviders, OptionsAreCheckedWithClearMessages) {
+  auto no_gpu = []() -> GpuContext& { throw std::runtime_error("not used"); };
+  const auto cluster = make_ours_provider("ours.cluster", no_gpu);
+  const auto tiled = make_ours_provider("ours.tiled", no_gpu);
+  ASSERT_TRUE(cluster && tiled);
+  EXPECT_EQ(make_ours_provider("ours.magic", no_gpu), nullptr);
+  EXPECT_EQ(cluster->check_options({{"autotune", true}}), "");
+  EXPECT_EQ(cluster->check_options({{"config", "128x256x64_c2x1_persistent"}}), "");
+  EXPECT_NE(cluster->check_options({{"autotune", "yes"}}).find("expected true or false"), std::string::npos);
+  const std::string unknown = cluster->check_options({{"config", "256x256"}});
+  EXPECT_NE(unknown.find("unknown configuration '256x256'"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("128x192x64_c2x1_persistent"), std::string::npos) << "lists the known names: " << unknown;
+  EXPECT_NE(tiled->check_options({{"autotune", true}}).find("no configurations to search"), std::string::npos);
+  EXPECT_NE(tiled->check_options({{"tile", 64}}).find("unknown option 'tile'"), std::string::npos);
 }
 
 // ---- on a Hopper GPU -------------------------------------------------------------------------------------
@@ -156,6 +174,104 @@ TEST_F(HopperGpu, TheCheckCatchesAWrongBiasAndAnUnwrittenOutput) {
   EXPECT_GT(mixed.max_rel_err, 100 * right.tolerance()) << mixed.describe(c.shape.n);
   right.poison_output(context_->stream());   // never launched: every element still NaN
   EXPECT_GT(right.check_output(context_->stream()).non_finite, 0);
+}
+
+// ---- every ours.* provider, end to end through the provider interface ----------------------------------------
+
+TimingPolicy quick() {
+  TimingPolicy p;
+  p.warmup = 1;
+  p.min_samples = 3;
+  p.max_samples = 5;
+  p.budget_s = 0.1;
+  p.flush_cache = false;
+  return p;
+}
+
+class OursGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto& sys = system_info();
+    if (sys.devices.empty()) GTEST_SKIP() << "no CUDA device: " << sys.why_no_device;
+    context_ = std::make_unique<GpuContext>(0);
+  }
+  std::function<GpuContext&()> context_fn() {
+    return [this]() -> GpuContext& { return *context_; };
+  }
+  std::unique_ptr<GpuContext> context_;
+};
+
+// The issue's odd shapes through every provider: ok and verified, or skipped with a reason; never failed.
+TEST_F(OursGpu, EveryProviderIsRightOrSaysWhyNot) {
+  const GemmShape shapes[] = {shape_of(1, 1, 1), shape_of(17, 2880, 33), shape_of(4096, 2880, 2880),
+                              shape_of(128, 8192, 8192), shape_of(1, 5120, 2880)};
+  for (const char* name : {"ours.naive", "ours.tiled", "ours.wgmma", "ours.cluster", "cublaslt.unfused"}) {
+    auto provider = make_ours_provider(name, context_fn());
+    for (const auto& s : shapes)
+      for (const char* dtype : {"bf16", "fp8_e4m3"})
+        for (const char* layout : {"nn", "nt"})
+          for (const char* epilogue : {"none", "bias_gelu"}) {
+            const GemmCase c{s, dtype, layout, epilogue};
+            SCOPED_TRACE(std::string(name) + " " + s.name + " " + c.label());
+            if (provider->unsupported(c)) continue;
+            const auto records = provider->run(c, quick());
+            ASSERT_EQ(records.size(), 1u);
+            const GemmRecord& r = records.front();
+            EXPECT_NE(r.status, "failed") << r.reason;
+            if (r.status == "ok") {
+              EXPECT_TRUE(r.verified);
+              EXPECT_LE(r.max_rel_err, r.tolerance);
+              EXPECT_TRUE(r.time.has_value());
+            }
+          }
+  }
+}
+
+TEST_F(OursGpu, AutotuneVerifiesEveryCandidateAndRecordsThem) {
+  auto provider = make_ours_provider("ours.cluster", context_fn());
+  GemmCase c{shape_of(1024, 2880, 1024), "bf16", "nt", "bias"};
+  c.options = {{"autotune", true}};
+  if (auto why = provider->unsupported(c)) GTEST_SKIP() << *why;
+  const GemmRecord r = provider->run(c, quick()).front();
+  ASSERT_EQ(r.status, "ok") << r.reason;
+  ASSERT_TRUE(r.extra.contains("candidates"));
+  EXPECT_GT(r.extra["candidates"].size(), 3u);
+  EXPECT_EQ(r.extra["candidates"][0]["kernel"], r.kernel) << "the winner comes first";
+  for (const auto& cand : r.extra["candidates"]) EXPECT_TRUE(cand["verified"].get<bool>()) << cand.dump();
+}
+
+// A kernel that writes nothing (the output stays NaN) and one that writes finite but wrong values everywhere
+// (every bf16 0x3f3f = 0.746): both must be `failed` and never timed.
+class BrokenKernel final : public OurKernel {
+ public:
+  explicit BrokenKernel(bool writes_garbage) : writes_garbage_(writes_garbage) {}
+  std::string identity(const GemmCase&) const override { return writes_garbage_ ? "writes 0.746" : "no-op"; }
+  nlohmann::json config() const override { return {{"name", writes_garbage_ ? "garbage" : "noop"}}; }
+  std::optional<std::string> unsupported(const GemmCase&) const override { return std::nullopt; }
+  BoundLaunch bind(const GemmProblem& problem) const override {
+    const GemmProblem* p = &problem;
+    const std::size_t bytes = std::size_t(problem.c_count()) * 2;
+    const bool garbage = writes_garbage_;
+    return [p, bytes, garbage](cudaStream_t s, int copy) {
+      if (garbage) AISPFLOW_CUDA_CHECK(cudaMemsetAsync(p->c(copy), 0x3f, bytes, s));
+    };
+  }
+
+ private:
+  bool writes_garbage_;
+};
+
+TEST_F(OursGpu, BrokenKernelsFailAndAreNeverTimed) {
+  for (bool writes_garbage : {false, true}) {
+    KernelList list;
+    list.push_back(std::make_unique<BrokenKernel>(writes_garbage));
+    OursProvider provider("test.broken", context_fn(), std::move(list), ours::pick_first, false);
+    const GemmRecord r = provider.run(GemmCase{shape_of(64, 128, 256), "bf16", "nt", "none"}, quick()).front();
+    EXPECT_EQ(r.status, "failed") << r.kernel;
+    EXPECT_FALSE(r.verified);
+    EXPECT_FALSE(r.time.has_value());
+    EXPECT_NE(r.reason.find("verification failed"), std::string::npos) << r.reason;
+  }
 }
 
 }  // namespace

@@ -310,6 +310,14 @@ TEST(GemmSweepNode, CheckParamsAndRequirements) {
   EXPECT_EQ(node->check_params({{"layout", "nt"}, {"epilogue", {"none", "bias_gelu"}}}), "");
   EXPECT_NE(node->check_params({{"layout", "tn"}}).find("layout: unknown value 'tn'"), std::string::npos);
   EXPECT_NE(node->check_params({{"epilogue", {"gelu"}}}).find("epilogue: unknown value 'gelu'"), std::string::npos);
+  EXPECT_EQ(node->check_params({{"providers", {"ours.cluster"}}, {"provider_options", {{"ours.cluster", {{"autotune", true}}}}}}),
+            "");
+  EXPECT_NE(node->check_params({{"providers", {"cublaslt"}}, {"provider_options", {{"ours.cluster", {{"autotune", true}}}}}})
+                .find("'ours.cluster' is not in providers"),
+            std::string::npos);
+  EXPECT_NE(node->check_params({{"providers", {"ours.cluster"}}, {"provider_options", {{"ours.cluster", true}}}})
+                .find("provider_options.ours.cluster: expected a map"),
+            std::string::npos);
   // A sweep of GPU providers only needs a GPU; a mixed list, CPU ones and auto do not (on a machine
   // without a GPU its GPU providers give skipped records). A misspelt GPU provider is caught too.
   EXPECT_EQ(node->requirements({{"providers", {"cublaslt", "cublaslt.sweep"}}}).gpus, 1);

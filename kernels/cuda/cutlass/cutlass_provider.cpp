@@ -1,6 +1,7 @@
 #include "kernels/cuda/cutlass/cutlass_provider.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <random>
 
 #include "kernels/cuda/candidate_search.hpp"
@@ -24,6 +25,60 @@ std::string arch_requirement(int arch) {
 }
 
 bool dense_dtype(const std::string& d) { return d == "bf16" || d == "fp8_e4m3"; }
+
+// One manifest row as a candidate of the record: the search's entry when it was run, else why not.
+struct Listed {
+  nlohmann::json entry;                 // kernel, arch, tile, cluster, schedule, default, can_implement, status...
+  std::optional<std::size_t> searched;  // index into the search's candidates
+};
+
+// Fills the record from the search (kernels/cuda/candidate_search.hpp) and the rows that never reached it.
+void fill_record(GemmRecord& rec, std::vector<Listed>& listed, const std::vector<SearchCandidate>& searched,
+                 std::optional<std::size_t> winner, bool list_all) {
+  int verified = 0;
+  for (auto& l : listed)
+    if (l.searched) {
+      const auto& c = searched[*l.searched];
+      for (auto& [key, value] : c.to_json().items()) l.entry[key] = value;
+      verified += c.verified ? 1 : 0;
+    }
+  if (list_all) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& l : listed) all.push_back(l.entry);
+    rec.extra["candidates"] = all;
+    rec.extra["search"] = {{"candidates", listed.size()}, {"run", searched.size()}, {"verified", verified}};
+  }
+  if (!winner) {
+    rec.verified = false;
+    rec.time.reset();
+    const SearchCandidate* failed = nullptr;
+    for (const auto& c : searched)
+      if (c.status == "failed") { failed = &c; break; }
+    if (failed) {
+      rec.status = "failed";
+      rec.kernel = failed->kernel;
+      rec.max_rel_err = failed->max_rel_err;
+      rec.reason = failed->reason;
+    } else {   // nothing could run: the first row's reason says why
+      rec.status = "skipped";
+      rec.reason = listed.empty() ? "no CUTLASS instance for this case" : listed.front().entry.value("reason", "");
+      if (listed.size() > 1)
+        rec.reason = "none of the " + std::to_string(listed.size()) + " CUTLASS instances can run this case; first: " + rec.reason;
+    }
+    return;
+  }
+  const SearchCandidate& w = searched[*winner];
+  rec.status = "ok";
+  rec.kernel = w.kernel;
+  rec.verified = true;
+  rec.max_rel_err = w.max_rel_err;
+  rec.time = w.full->stats;
+  rec.extra["timing"] = w.full->timing_json();
+  if (!w.full->warnings.empty()) rec.extra["warnings"] = w.full->warnings;
+  if (list_all)
+    for (std::size_t i = 0; i < listed.size(); ++i)
+      if (listed[i].searched == winner) rec.extra["search"]["winner"] = i;
+}
 
 }  // namespace
 
@@ -123,44 +178,52 @@ std::vector<GemmRecord> CutlassProvider::run(const GemmCase& gemm, const TimingP
     std::vector<const CutlassInstance*> rows;
     for (const CutlassInstance* inst : cutlass_instances_for(gemm))
       if (select_ || (inst->set == "pick" && inst->arch == arch)) rows.push_back(inst);
-    std::vector<SearchCandidate> candidates;
+    std::vector<Listed> listed;
+    std::vector<SearchCandidate> candidates;   // the rows that can run: what the search sees
     std::vector<const cutlass_abi::InstanceOps*> ops;
-    int pick = -1;
+    std::optional<std::size_t> pick;
     std::size_t workspace = 0;
     for (const CutlassInstance* inst : rows) {
-      SearchCandidate cand;
-      cand.kernel = inst->name();
-      cand.identity = {{"arch", "sm_" + std::to_string(inst->arch) + "a"},
-                       {"tile", std::to_string(inst->tile_m) + "x" + std::to_string(inst->tile_n) + "x" +
-                                    std::to_string(inst->tile_k)},
-                       {"cluster", std::to_string(inst->cluster_m) + "x" + std::to_string(inst->cluster_n) + "x1"},
-                       {"schedule", inst->schedule},
-                       {"default", inst->set == "pick"}};
+      Listed l;
+      l.entry = {{"kernel", inst->name()},
+                 {"arch", "sm_" + std::to_string(inst->arch) + "a"},
+                 {"tile", std::to_string(inst->tile_m) + "x" + std::to_string(inst->tile_n) + "x" +
+                              std::to_string(inst->tile_k)},
+                 {"cluster", std::to_string(inst->cluster_m) + "x" + std::to_string(inst->cluster_n) + "x1"},
+                 {"schedule", inst->schedule},
+                 {"default", inst->set == "pick"}};
       const cutlass_abi::InstanceOps* o = cutlass_ops(*inst);
+      std::string why;
       if (inst->arch != arch) {
-        cand.status = "skipped";
-        cand.reason = arch_requirement(inst->arch);
+        why = arch_requirement(inst->arch);
       } else if (!o) {
-        cand.status = "skipped";
-        cand.reason = cutlass_not_compiled_reason(*inst);
+        why = cutlass_not_compiled_reason(*inst);
       } else {
         const bool can = o->can_implement(base) == cutlass_abi::kOk;
-        cand.identity["can_implement"] = can;
+        l.entry["can_implement"] = can;
         if (!can) {
-          cand.status = "skipped";
-          const auto why = cutlass_alignment_problem(*inst, gemm.shape);
-          cand.reason = "CUTLASS can_implement: no" + (why ? " (" + *why + ")" : std::string());
+          const auto rule = cutlass_alignment_problem(*inst, gemm.shape);
+          why = "CUTLASS can_implement: no" + (rule ? " (" + *rule + ")" : std::string());
         } else {
           workspace = std::max(workspace, o->workspace_bytes(base));
         }
       }
-      if (inst->set == "pick" && inst->arch == arch) pick = int(candidates.size());
-      candidates.push_back(std::move(cand));
-      ops.push_back(o);
+      if (!why.empty()) {
+        l.entry["status"] = "skipped";
+        l.entry["reason"] = why;
+      } else {
+        if (inst->set == "pick") pick = candidates.size();
+        l.searched = candidates.size();
+        SearchCandidate cand;
+        cand.kernel = inst->name();
+        cand.identity = l.entry;
+        candidates.push_back(std::move(cand));
+        ops.push_back(o);
+      }
+      listed.push_back(std::move(l));
     }
     DeviceBuffer ws(workspace);
     for (std::size_t i = 0; i < candidates.size(); ++i) {
-      if (candidates[i].status != "ok") continue;
       const cutlass_abi::InstanceOps* o = ops[i];
       cutlass_abi::GemmArgs args = base;
       args.workspace = ws.get();
@@ -177,12 +240,14 @@ std::vector<GemmRecord> CutlassProvider::run(const GemmCase& gemm, const TimingP
                           " (" + cudaGetErrorString(cudaGetLastError()) + ")");
       };
     }
-    SearchOptions options;
-    options.screen = select_;
-    options.finalists = kFinalists;
-    options.always_final = pick;
-    const int winner = run_candidate_search(candidates, problem, ctx.harness(), timing, stream, options);
-    record_search(rec, candidates, winner, select_);
+    std::optional<std::size_t> winner;
+    if (!candidates.empty()) {
+      SearchOptions options;
+      options.finalists = kFinalists;
+      options.always_final = pick;
+      winner = run_candidate_search(candidates, problem, ctx.harness(), timing, options);
+    }
+    fill_record(rec, listed, candidates, winner, select_);
   } catch (const std::exception& e) {
     rec.status = "failed";
     rec.verified = false;

@@ -37,6 +37,9 @@ class OurKernel {
   // Prepares everything a launch needs for `problem` (tensor maps per operand copy, grid, workspace) and
   // returns the launcher. The problem must outlive the launcher.
   virtual BoundLaunch bind(const GemmProblem& problem) const = 0;
+  // Relative error this configuration may add beyond the dtype's tolerance, and why: only for a computation
+  // that rounds an intermediate by design (the unfused pair stores A*B in bf16 before the bias and GELU).
+  virtual double extra_rounding() const { return 0.0; }
 };
 
 }  // namespace aispflow::kernels::cuda

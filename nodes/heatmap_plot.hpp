@@ -1,0 +1,23 @@
+#pragma once
+// A heatmap as SVG: a value per (row, column) cell, coloured on a scale with its legend, the value printed in
+// the cell, axis titles and tick labels that never overlap (long column labels are rotated). Used by the
+// `alltoall` node (p99 latency and bus bandwidth over skew x message size).
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace aispflow {
+
+struct HeatmapSpec {
+  std::string title, subtitle;                  // subtitle: device, date, variant
+  std::string x_label, y_label;                 // axis titles, with units
+  std::vector<std::string> x_ticks, y_ticks;    // column and row labels
+  std::vector<std::vector<double>> values;      // [row][column]; NaN = no data (hatched, "n/a")
+  std::string unit;                             // "ms", "GB/s"
+  bool higher_is_better = true;                 // which end of the scale is green
+  std::vector<std::vector<std::string>> notes;  // optional per-cell text under the value (e.g. "FAIL")
+};
+
+std::string render_heatmap_svg(const HeatmapSpec& spec);
+
+}  // namespace aispflow
