@@ -20,6 +20,8 @@
 #include <sstream>
 #include <thread>
 
+#include "nodes/alltoall.hpp"
+
 #include "kernels/common/alltoall.hpp"
 #include "nodes/heatmap_plot.hpp"
 #include "nodes/inputs.hpp"
@@ -116,8 +118,8 @@ Plan read_plan(const json& p) {
   if (has_value(p, "sizes")) {
     if (!p["sizes"].is_array() || p["sizes"].empty()) throw std::invalid_argument("sizes: expected a list of sizes");
     for (std::size_t i = 0; i < p["sizes"].size(); ++i) sizes.push_back(parse_size(p["sizes"][i], "sizes[" + std::to_string(i) + "]"));
-  } else if (!has_value(p, "model")) {
-    sizes = kStudySizes;
+  } else {
+    sizes = kStudySizes;   // the study's sizes; a model adds its dispatch sizes to them
   }
   std::vector<double> skews = kStudySkews;
   if (has_value(p, "skews")) {
@@ -387,6 +389,25 @@ class AlltoallNode final : public NodeType {
 };
 
 }  // namespace
+
+json mpi_launcher_info() {
+  const std::string mpirun = find_on_path("mpirun");
+  const fs::path worker = self_dir() / "aispflow-comm-worker";
+  if (mpirun.empty()) return {{"unavailable", "no mpirun on PATH (install OpenMPI: .ci/install-deps.sh)"}};
+  json info = {{"mpirun", mpirun}};
+  if (FILE* f = ::popen((mpirun + " --version 2>&1").c_str(), "r")) {
+    char line[256] = {};
+    if (std::fgets(line, sizeof line, f)) {
+      std::string v(line);
+      while (!v.empty() && (v.back() == '\n' || v.back() == ' ')) v.pop_back();
+      info["version"] = v;
+    }
+    ::pclose(f);
+  }
+  if (fs::exists(worker)) info["worker"] = worker.string();
+  else info["unavailable"] = "this aispflow was built without MPI: no " + worker.string();
+  return info;
+}
 
 std::unique_ptr<NodeType> make_alltoall_node() { return std::make_unique<AlltoallNode>(); }
 

@@ -2,7 +2,8 @@
 // epilogue) it verifies the kernel against the reference (poisoned output, every element) and, if correct,
 // times it and cuBLASLt's heuristic top algorithm on the same problem, interleaved, L2 flushed. Prints one line
 // each. It is the quick loop for kernel work; the evidence comes from the workflows (gemm_sweep records).
-//   hopper_probe [filter]   only configurations whose name contains `filter`
+//   hopper_probe [filter [case]]   only configurations whose name contains `filter`, only cases whose name
+//                                  (e.g. "4096x4096x4096 bf16 nt") contains `case` (for ncu runs)
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -18,6 +19,7 @@ using namespace aispflow::kernels::cuda;
 
 int main(int argc, char** argv) {
   const std::string filter = argc > 1 ? argv[1] : "";
+  const std::string case_filter = argc > 2 ? argv[2] : "";
   if (system_info().devices.empty()) {
     std::printf("no GPU: %s\n", system_info().why_no_device.c_str());
     return 0;
@@ -50,6 +52,7 @@ int main(int argc, char** argv) {
     s.name = std::to_string(cs.m) + "x" + std::to_string(cs.n) + "x" + std::to_string(cs.k) +
              (cs.batch > 1 ? "x" + std::to_string(cs.batch) : "");
     const GemmCase gc{s, cs.dtype, cs.layout, cs.epi};
+    if (!case_filter.empty() && (s.name + " " + gc.label()).find(case_filter) == std::string::npos) continue;
     const LtDtype spec = *lt_dtype(cs.dtype);
     GemmProblem problem(s, spec, rng(), ctx.stream(), 1, GemmVariant::of(gc));
     double lt_ms = -1;
