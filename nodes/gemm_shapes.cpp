@@ -6,10 +6,13 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
+#include <cstdio>
 
 #include "kernels/common/gemm.hpp"
 #include "nodes/model_presets.hpp"
+#include "nodes/moe_routing.hpp"
 #include "nodes/node_factories.hpp"
 #include "nodes/param_utils.hpp"
 
@@ -33,7 +36,57 @@ struct ShapeRequest {
   std::int64_t tp = 1;
   std::set<std::string> include;        // kinds to keep
   json explicit_shapes = json::array(); // {name, m, n, k[, batch]} as given
+  std::vector<double> skews;            // routing: Zipf alphas of the MoE expert shapes (empty: balanced)
+  std::uint64_t routing_seed = 1;
 };
+
+// Named shape sets (`preset:`), added like explicit shapes. kernel-selector: the kernel-selector lab's five
+// GEMMs, m, n, k as their names say.
+const std::vector<std::pair<std::string, std::vector<kernels::GemmShape>>>& shape_presets() {
+  static const std::vector<std::pair<std::string, std::vector<kernels::GemmShape>>> presets = {
+      {"kernel-selector",
+       {{"prefill_mlp_gather_m8192_n16384_k4096", 8192, 16384, 4096},
+        {"prefill_mlp_expand_m16384_n16384_k8192", 16384, 16384, 8192},
+        {"decode_mlp_m4096_n4096_k8192", 4096, 4096, 8192},
+        {"kv_proj_m4096_n4096_k4096", 4096, 4096, 4096},
+        {"attention_qk_m8192_n4096_k4096", 8192, 4096, 4096}}},
+  };
+  return presets;
+}
+
+std::vector<std::string> shape_preset_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, shapes] : shape_presets()) names.push_back(name);
+  return names;
+}
+
+// routing: {skew: <alpha or list of alphas>, seed: N}
+void parse_routing(const json& rt, ShapeRequest& r) {
+  if (!rt.is_object()) throw std::invalid_argument("routing: expected a map {skew: <Zipf alpha or list>, seed: N}");
+  for (auto it = rt.begin(); it != rt.end(); ++it)
+    if (it.key() != "skew" && it.key() != "seed")
+      throw std::invalid_argument("routing: unknown field '" + it.key() + "' (expected skew, seed)");
+  if (!rt.contains("skew")) throw std::invalid_argument("routing: field 'skew' (Zipf alpha, e.g. 1.35) is required");
+  const json skew = rt["skew"].is_array() ? rt["skew"] : json::array({rt["skew"]});
+  if (skew.empty()) throw std::invalid_argument("routing: field 'skew' must not be an empty list");
+  for (const auto& v : skew) {
+    if (!v.is_number() || v.get<double>() < 0)
+      throw std::invalid_argument("routing: field 'skew' must hold numbers >= 0 (Zipf alpha), got " + v.dump());
+    r.skews.push_back(v.get<double>());
+  }
+  if (rt.contains("seed")) {
+    if (!rt["seed"].is_number_integer() || rt["seed"].get<std::int64_t>() < 0)
+      throw std::invalid_argument("routing: field 'seed' must be an integer >= 0, got " + rt["seed"].dump());
+    r.routing_seed = rt["seed"].get<std::uint64_t>();
+  }
+}
+
+// "1.35" -> "zipf1.35": the suffix of routed shapes' names.
+std::string skew_tag(double skew) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "zipf%g", skew);
+  return buffer;
+}
 
 ShapeRequest parse_request(const json& p) {
   ShapeRequest r;
@@ -69,9 +122,30 @@ ShapeRequest parse_request(const json& p) {
       r.explicit_shapes.push_back(p["shapes"][i]);
     }
   }
+  for (const auto& name : string_list(p, "preset", {})) {
+    bool found = false;
+    for (const auto& [preset, shapes] : shape_presets()) {
+      if (preset != name) continue;
+      found = true;
+      for (const auto& s : shapes) {
+        json j = s.to_json();
+        j["kind"] = "preset:" + preset;
+        r.explicit_shapes.push_back(j);
+      }
+    }
+    if (!found)
+      throw std::invalid_argument("preset: unknown shape preset '" + name + "' (expected any of: " +
+                                  join(shape_preset_names()) + ")");
+  }
+  if (p.contains("routing") && !p["routing"].is_null()) {
+    parse_routing(p["routing"], r);
+    if (!r.from_model || !r.model.is_moe())
+      throw std::invalid_argument("routing: applies to a MoE model's expert GEMMs; give a MoE model: or config:");
+  }
   if (!r.from_model && r.explicit_shapes.empty())
     throw std::invalid_argument("give model: (one of: " + join(model_preset_names()) +
-                                "), a config: map, or an explicit shapes: list");
+                                "), a config: map, an explicit shapes: list or a preset: (" +
+                                join(shape_preset_names()) + ")");
   return r;
 }
 
@@ -145,8 +219,9 @@ LayerDims layer_dims(const ModelConfig& m, std::int64_t tp, const std::set<std::
 
 json shape_entry(const std::string& name, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch,
                  const std::string& kind, const std::string& phase, std::int64_t tokens, const ShapeRequest& r,
-                 std::int64_t per_forward) {
+                 std::int64_t per_forward, const std::vector<std::int64_t>& groups = {}) {
   kernels::GemmShape s;
+  s.groups = groups;
   s.name = name;
   s.m = m;
   s.n = n;
@@ -156,6 +231,7 @@ json shape_entry(const std::string& name, std::int64_t m, std::int64_t n, std::i
             {"kind", kind}, {"phase", phase}, {"tokens", tokens}, {"model", r.model.name},
             {"tp", r.tp},   {"flops", s.flops()}};
   if (per_forward > 0) j["per_forward"] = per_forward;
+  if (!groups.empty()) j["groups"] = groups;
   return j;
 }
 
@@ -180,8 +256,23 @@ void add_phase_shapes(const ShapeRequest& r, const LayerDims& d, const std::stri
     // Each token goes to top_k of the experts; with balanced routing an expert sees tokens*top_k/experts of
     // them. The grouped GEMM is `experts` independent GEMMs at that M (rounded up, at least one row).
     const std::int64_t per_expert = std::max<std::int64_t>(1, (tokens * d.top_k + d.experts - 1) / d.experts);
-    add("moe_up_gate", per_expert, 2 * d.expert_mlp, d.hidden, d.experts, layers);
-    add("moe_down", per_expert, d.hidden, d.expert_mlp, d.experts, layers);
+    if (r.skews.empty()) {
+      add("moe_up_gate", per_expert, 2 * d.expert_mlp, d.hidden, d.experts, layers);
+      add("moe_down", per_expert, d.hidden, d.expert_mlp, d.experts, layers);
+    }
+    // Skewed routing: the experts' real row counts (`groups`), M = the largest; one shape per skew.
+    for (const double skew : r.skews) {
+      const auto groups = routed_tokens_per_expert(tokens, d.experts, d.top_k, skew, r.routing_seed);
+      const std::int64_t largest = *std::max_element(groups.begin(), groups.end());
+      for (const auto& [kind, n, k] : {std::tuple<std::string, std::int64_t, std::int64_t>{"moe_up_gate", 2 * d.expert_mlp, d.hidden},
+                                       {"moe_down", d.hidden, d.expert_mlp}}) {
+        if (!r.include.count(kind)) continue;
+        json e = shape_entry(prefix + kind + "_" + skew_tag(skew) + suffix, largest, n, k, d.experts, kind, phase,
+                             tokens, r, layers, groups);
+        e["routing"] = {{"skew", skew}, {"seed", r.routing_seed}, {"top_k", d.top_k}};
+        out.push_back(e);
+      }
+    }
   }
   add("lm_head", tokens, d.vocab, d.hidden, 1, 1);
 }
@@ -200,6 +291,7 @@ json build_shapes(const ShapeRequest& r) {
     json j = {{"name", s.name}, {"m", s.m}, {"n", s.n}, {"k", s.k}, {"batch", s.batch},
               {"kind", given.value("kind", "explicit")}, {"phase", given.value("phase", "")},
               {"tokens", s.m}, {"model", given.value("model", "")}, {"tp", 1}, {"flops", s.flops()}};
+    if (!s.groups.empty()) j["groups"] = s.groups;
     shapes.push_back(j);
   }
   // Names identify shapes in records, expectations and comparisons: they must be unique.
@@ -234,7 +326,11 @@ class GemmShapesNode final : public NodeType {
          "attn_out/mlp_down/moe_down"},
         {"include", ParamKind::list, json(), false, "GEMM kinds to keep (default all): " + join(all_kinds())},
         {"shapes", ParamKind::list, json(), false,
-         "explicit shapes [{name, m, n, k[, batch]}]; alone they are the output, with a model they are added"},
+         "explicit shapes [{name, m, n, k[, batch][, groups]}]; alone they are the output, with a model they are added"},
+        {"preset", ParamKind::list, json(), false, "named shape sets added like shapes:: " + join(shape_preset_names())},
+        {"routing", ParamKind::map, json(), false,
+         "MoE expert shapes under skewed routing {skew: <Zipf alpha or list>, seed: N}: per-expert rows drawn "
+         "(sum = tokens x top_k) and recorded as groups: [m_0, ...], M = the largest; one shape per skew"},
     };
   }
   std::string check_params(const json& params) const override {

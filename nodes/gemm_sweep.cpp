@@ -170,7 +170,8 @@ json run_sweep(kernels::Backend& backend, const SweepPlan& plan, const SweepHook
 namespace {
 
 const std::vector<std::string>& known_dtypes() {
-  static const std::vector<std::string> names = {"fp64", "fp32", "tf32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2"};
+  static const std::vector<std::string> names = {"fp64", "fp32", "tf32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2",
+                                                 "mxfp8", "nvfp4"};   // block-scaled: docs/records.md
   return names;
 }
 
@@ -258,7 +259,7 @@ std::vector<kernels::GemmShape> select_shapes(const NodeContext& ctx) {
     auto [it, fresh] = by_name.emplace(s.name, s);
     if (!fresh) {
       const auto& o = it->second;
-      if (o.m != s.m || o.n != s.n || o.k != s.k || o.batch != s.batch)
+      if (o.m != s.m || o.n != s.n || o.k != s.k || o.batch != s.batch || o.groups != s.groups)
         throw NodeError("two different shapes are both named '" + s.name + "'; shape names must be unique");
       continue;   // the same shape from two inputs: sweep it once
     }

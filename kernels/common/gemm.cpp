@@ -2,6 +2,7 @@
 #include "kernels/common/gemm.hpp"
 #include "kernels/common/backend.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -10,7 +11,15 @@ namespace aispflow::kernels {
 json GemmShape::to_json() const {
   json j = {{"name", name}, {"m", m}, {"n", n}, {"k", k}};
   if (batch != 1) j["batch"] = batch;   // the common case stays in the documented {name, m, n, k} form
+  if (!groups.empty()) j["groups"] = groups;
   return j;
+}
+
+std::int64_t GemmShape::real_rows() const {
+  if (groups.empty()) return m * batch;
+  std::int64_t rows = 0;
+  for (auto g : groups) rows += g;
+  return rows;
 }
 
 namespace {
@@ -50,6 +59,25 @@ GemmShape GemmShape::from_json(const json& j) {
       throw std::invalid_argument("shape: field 'name' must be a string, got " + j.at("name").dump());
     s.name = j.at("name").get<std::string>();
   }
+  if (j.contains("groups")) {
+    const json& g = j.at("groups");
+    if (!g.is_array() || g.empty())
+      throw std::invalid_argument("shape: field 'groups' must be a non-empty list of row counts, got " + g.dump());
+    std::int64_t largest = 0;
+    for (const auto& v : g) {
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 0)
+        throw std::invalid_argument("shape: field 'groups' must hold integers >= 0, got " + v.dump());
+      s.groups.push_back(v.get<std::int64_t>());
+      largest = std::max(largest, s.groups.back());
+    }
+    if (j.contains("batch") && s.batch != std::int64_t(s.groups.size()))
+      throw std::invalid_argument("shape: 'batch' (" + std::to_string(s.batch) + ") must equal the number of groups (" +
+                                  std::to_string(s.groups.size()) + ")");
+    s.batch = std::int64_t(s.groups.size());
+    if (s.m != largest)
+      throw std::invalid_argument("shape: 'm' (" + std::to_string(s.m) + ") must equal the largest group (" +
+                                  std::to_string(largest) + ")");
+  }
   if (s.name.empty()) s.name = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
   return s;
 }
@@ -71,8 +99,9 @@ int output_bytes(const std::string& dtype) {
 double compulsory_bytes(const GemmShape& s, const std::string& dtype) {
   const auto in = operand_bytes(dtype);
   if (!in) return 0;
-  const double m = double(s.m), n = double(s.n), k = double(s.k);
-  return double(s.batch) * ((m * k + k * n) * double(*in) + m * n * double(output_bytes(dtype)));
+  const double rows = double(s.real_rows()), n = double(s.n), k = double(s.k);
+  // A and C: the real rows only (a grouped shape's padding is not compulsory); one B per GEMM of the batch.
+  return (rows * k + double(s.batch) * k * n) * double(*in) + rows * n * double(output_bytes(dtype));
 }
 
 double intensity(const GemmShape& s, const std::string& dtype) {
@@ -130,7 +159,10 @@ json GemmRecord::to_json(const json& env) const {
 const std::vector<std::string>& gpu_provider_names() {
   // Our own CUDA kernels (kernels/cuda/ours/), then the vendor library.
   static const std::vector<std::string> names = {"ours.naive", "ours.tiled",     "ours.wgmma",      "ours.cluster",
-                                                 "cublaslt",   "cublaslt.sweep", "cublaslt.unfused"};
+                                                 "cublaslt",   "cublaslt.sweep", "cublaslt.unfused", "cutlass",
+                                                 "cutlass.select",
+                                                 // grouped (MoE-routed) shapes: kernels/cuda/grouped_providers.hpp
+                                                 "cutlass.grouped", "cublaslt.grouped", "cublas.per_expert", "padded"};
   return names;
 }
 

@@ -19,7 +19,12 @@ struct GemmShape {
   std::string name;
   std::int64_t m = 0, n = 0, k = 0;
   std::int64_t batch = 1;   // independent GEMMs of this shape (e.g. MoE experts); FLOPs scale with it
-  double flops() const { return 2.0 * double(m) * double(n) * double(k) * double(batch); }
+  // A grouped (MoE-routed) shape: rows of each of the `batch` experts, from gemm_shapes' routing. Empty for a
+  // plain shape. When set, batch == groups.size() and m == the largest group (what a padded batched GEMM runs).
+  std::vector<std::int64_t> groups;
+  // Rows that carry real work: sum(groups), or m * batch.
+  std::int64_t real_rows() const;
+  double flops() const { return 2.0 * double(real_rows()) * double(n) * double(k); }
   json to_json() const;
   static GemmShape from_json(const json& j);   // throws std::invalid_argument naming the bad field
 };

@@ -78,6 +78,12 @@ class GemmProblem {
   Comparison check_output(cudaStream_t stream, int copy = 0) const {
     return compare_to_reference(c(copy), dtype_.c, ref_.as<float>(), floor_.as<float>(), c_count(), stream);
   }
+  // Elements [first, first + count) of C only: a grouped GEMM writes the first m_g rows of each expert's
+  // slot of the padded layout (batch = experts, m = the largest group), so it is checked group by group.
+  Comparison check_output_range(cudaStream_t stream, std::int64_t first, std::int64_t count, int copy = 0) const {
+    return compare_to_reference(static_cast<char*>(c(copy)) + std::size_t(first) * std::size_t(elem_bytes(dtype_.c)), dtype_.c,
+                                ref_.as<float>() + first, floor_.as<float>() + first, count, stream);
+  }
   // The tolerance verification applies (see cublaslt_gemm.cpp).
   double tolerance() const;
 

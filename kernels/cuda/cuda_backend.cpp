@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -12,6 +13,9 @@
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/cuda/cublaslt_gemm.hpp"
 #include "kernels/cuda/cublaslt_provider.hpp"
+#include "kernels/cuda/cutlass/cutlass_provider.hpp"
+#include "kernels/cuda/cutlass/registry.hpp"
+#include "kernels/cuda/grouped_providers.hpp"
 #include "kernels/cuda/datasheet.hpp"
 #include "kernels/cuda/device.hpp"
 #include "kernels/cuda/nccl.hpp"
@@ -81,6 +85,12 @@ class CudaBackend final : public Backend {
     if (name == "cublaslt" || name == "cublaslt.sweep")
       p = std::make_unique<cuda::CublasLtProvider>([this]() -> GpuContext& { return context(0); },
                                                    name == "cublaslt.sweep");
+    else if (name == "cutlass" || name == "cutlass.select")
+      p = std::make_unique<cuda::CutlassProvider>([this]() -> GpuContext& { return context(0); },
+                                                  name == "cutlass.select");
+    else if (const auto& g = cuda::grouped_provider_names(); std::find(g.begin(), g.end(), name) != g.end())
+      p = cuda::make_grouped_provider(cuda::GroupedMethod(std::find(g.begin(), g.end(), name) - g.begin()),
+                                      [this]() -> GpuContext& { return context(0); });
     else if (auto ours = cuda::make_ours_provider(name, [this]() -> GpuContext& { return context(0); }))
       p = std::move(ours);
     else
@@ -134,6 +144,7 @@ class CudaBackend final : public Backend {
     const auto& nccl = cuda::Nccl::instance();
     info["nccl"] = nccl.available() ? json{{"version", *nccl.version()}, {"built_against", cuda::Nccl::header_version()}}
                                     : json{{"unavailable", nccl.why_unavailable()}};
+    info["cutlass"] = cuda::cutlass_build_info();   // version, include path, instances compiled per architecture
     info["host"] = cpu_hardware_info();
     info["fingerprint"] = fingerprint();
     const auto& nvml = cuda::Nvml::instance();

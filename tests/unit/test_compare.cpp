@@ -186,6 +186,19 @@ TEST(Compare, PairsNobodyMeasuredAreListedNotTabled) {
   EXPECT_NE(e.find("nothing to compare"), std::string::npos) << e;
 }
 
+// The kernel-selector lab's rule (workflows/kernel_selector.yaml): with the CUTLASS winner as baseline, a
+// provider without a record for a baseline shape fails the comparison.
+TEST(Compare, KernelSelectorRuleProviderMissingABaselineShapeFails) {
+  NodeHarness h("compare");
+  h.add_input("sweep", sweep_artifact({
+                           make_record("cutlass.select", "kv_proj_m4096_n4096_k4096", 4096, 4096, 4096, "bf16", 700),
+                           make_record("cutlass.select", "decode_mlp_m4096_n4096_k8192", 4096, 4096, 8192, "bf16", 720),
+                           make_record("cublaslt.sweep", "kv_proj_m4096_n4096_k4096", 4096, 4096, 4096, "bf16", 710),
+                       }));
+  const std::string e = error_of(h, {{"baseline", "cutlass.select"}});
+  EXPECT_NE(e.find("cublaslt.sweep: 1 missing: decode_mlp_m4096_n4096_k8192/bf16 (no record)"), std::string::npos) << e;
+}
+
 TEST(Compare, NoRecordsAtAllIsAnError) {
   NodeHarness h("compare");
   const std::string e = error_of(h, {{"baseline", "auto"}});

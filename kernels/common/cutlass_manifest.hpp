@@ -1,0 +1,48 @@
+#pragma once
+// The table of aispflow's CUTLASS instances (kernels/cuda/cutlass/manifest.def), readable without CUDA or
+// CUTLASS: the providers pick candidates from it, `aispflow hw` counts it, CPU unit tests check it.
+// docs/cutlass.md describes the instances, the build sets and the naming.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/common/gemm.hpp"
+
+namespace aispflow::kernels {
+
+struct CutlassInstance {
+  int arch = 90;               // 90: sm_90a; 100: sm_100a
+  std::string dtype;           // bf16 | fp8_e4m3 | mxfp8 | nvfp4
+  std::string layout;          // how B is stored: nn (K x N) | nt (N x K, K-major)
+  int tile_m = 0, tile_n = 0, tile_k = 0;
+  int cluster_m = 1, cluster_n = 1;
+  std::string schedule;        // cooperative | pingpong | stream_k | tcgen05_1sm | tcgen05_2sm
+  std::string set;             // pick | default | all (manifest.def)
+
+  // The name CUTLASS's generator would give this kernel (arch, operand/accumulator/output types, tile,
+  // cluster, layouts of A/B/C as t = row-major / n = column-major, alignment, schedule); the record's `kernel`.
+  std::string name() const;
+  // The C symbol of the instance's entry points; kernels/cuda/cutlass/cutlass.cmake builds the same string.
+  std::string symbol() const;
+  // Built with AISPFLOW_CUTLASS_INSTANCES=`build_set` ("default" builds pick + default rows, "all" every row).
+  bool in_build_set(const std::string& build_set) const;
+  bool block_scaled() const { return dtype == "mxfp8" || dtype == "nvfp4"; }
+};
+
+const std::vector<CutlassInstance>& cutlass_manifest();
+
+// The layout an instance must have been built for to run `c`: fp8 and the block-scaled formats read B K-major
+// only (Hopper's wgmma takes 8-bit operands K-major), and GemmProblem stores their B as N x K whatever the
+// case's layout says (as the cuBLASLt provider does), so they always use an `nt` instance.
+std::string cutlass_storage_layout(const GemmCase& c);
+
+// The manifest rows that compute `c` at all: same dtype, the storage layout above, epilogue none.
+// Shape constraints are CUTLASS's can_implement answer, asked at run time.
+std::vector<const CutlassInstance*> cutlass_instances_for(const GemmCase& c);
+
+// The operand alignment CUTLASS's TMA kernels need (every row stride a multiple of 16 bytes): nullopt when
+// the shape satisfies it, else which dimension breaks it. A documented mirror of can_implement's main rule,
+// used to say *why* an instance cannot implement a shape.
+std::optional<std::string> cutlass_alignment_problem(const CutlassInstance& inst, const GemmShape& s);
+
+}  // namespace aispflow::kernels

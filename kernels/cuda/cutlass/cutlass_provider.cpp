@@ -1,0 +1,260 @@
+#include "kernels/cuda/cutlass/cutlass_provider.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <random>
+
+#include "kernels/cuda/candidate_search.hpp"
+#include "kernels/cuda/cublaslt_gemm.hpp"
+#include "kernels/cuda/cutlass/registry.hpp"
+#include "kernels/cuda/device.hpp"
+
+namespace aispflow::kernels::cuda {
+
+namespace {
+
+// The architecture a CUTLASS instance must have been built for to run on `d`: sm_90a code runs on CC 9.0 only,
+// sm_100a code on CC 10.0 only (arch-specific "a" targets are not forward compatible). 0: none of ours.
+int instance_arch_for(const DeviceInfo& d) {
+  const int cc = d.compute_capability();
+  return cc == 90 ? 90 : cc == 100 ? 100 : 0;
+}
+
+std::string arch_requirement(int arch) {
+  return arch == 100 ? "requires sm_100 (tcgen05)" : "requires sm_90a (wgmma, TMA)";
+}
+
+bool dense_dtype(const std::string& d) { return d == "bf16" || d == "fp8_e4m3"; }
+
+// One manifest row as a candidate of the record: the search's entry when it was run, else why not.
+struct Listed {
+  nlohmann::json entry;                 // kernel, arch, tile, cluster, schedule, default, can_implement, status...
+  std::optional<std::size_t> searched;  // index into the search's candidates
+};
+
+// Fills the record from the search (kernels/cuda/candidate_search.hpp) and the rows that never reached it.
+void fill_record(GemmRecord& rec, std::vector<Listed>& listed, const std::vector<SearchCandidate>& searched,
+                 std::optional<std::size_t> winner, bool list_all) {
+  int verified = 0;
+  for (auto& l : listed)
+    if (l.searched) {
+      const auto& c = searched[*l.searched];
+      for (auto& [key, value] : c.to_json().items()) l.entry[key] = value;
+      verified += c.verified ? 1 : 0;
+    }
+  if (list_all) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& l : listed) all.push_back(l.entry);
+    rec.extra["candidates"] = all;
+    rec.extra["search"] = {{"candidates", listed.size()}, {"run", searched.size()}, {"verified", verified}};
+  }
+  if (!winner) {
+    rec.verified = false;
+    rec.time.reset();
+    const SearchCandidate* failed = nullptr;
+    for (const auto& c : searched)
+      if (c.status == "failed") { failed = &c; break; }
+    if (failed) {
+      rec.status = "failed";
+      rec.kernel = failed->kernel;
+      rec.max_rel_err = failed->max_rel_err;
+      rec.reason = failed->reason;
+    } else {   // nothing could run: the first row's reason says why
+      rec.status = "skipped";
+      rec.reason = listed.empty() ? "no CUTLASS instance for this case" : listed.front().entry.value("reason", "");
+      if (listed.size() > 1)
+        rec.reason = "none of the " + std::to_string(listed.size()) + " CUTLASS instances can run this case; first: " + rec.reason;
+    }
+    return;
+  }
+  const SearchCandidate& w = searched[*winner];
+  rec.status = "ok";
+  rec.kernel = w.kernel;
+  rec.verified = true;
+  rec.max_rel_err = w.max_rel_err;
+  rec.time = w.full->stats;
+  rec.extra["timing"] = w.full->timing_json();
+  if (!w.full->warnings.empty()) rec.extra["warnings"] = w.full->warnings;
+  if (list_all)
+    for (std::size_t i = 0; i < listed.size(); ++i)
+      if (listed[i].searched == winner) rec.extra["search"]["winner"] = i;
+}
+
+}  // namespace
+
+CutlassProvider::CutlassProvider(std::function<GpuContext&()> context, bool select)
+    : context_(std::move(context)), select_(select) {}
+
+Requirements CutlassProvider::requirements() const {
+  Requirements r;
+  r.gpus = 1;
+  r.why = "CUTLASS";
+  return r;
+}
+
+std::optional<std::string> CutlassProvider::unsupported(const GemmCase& c) const {
+  const GemmShape& s = c.shape;
+  if (!dense_dtype(c.dtype) && c.dtype != "mxfp8" && c.dtype != "nvfp4")
+    return name() + " offers bf16, fp8_e4m3, mxfp8, nvfp4; not '" + c.dtype + "'";
+  if (c.epilogue != "none")
+    return name() + " instances are built with epilogue none (linear combination, beta 0); not '" + c.epilogue + "'";
+  if (!s.groups.empty()) return std::string("a grouped (MoE routing) shape: cutlass.grouped runs those");
+  if (s.batch != 1) return name() + " runs single GEMMs; batch " + std::to_string(s.batch) + " is not offered";
+  if (s.m <= 0 || s.n <= 0 || s.k <= 0) return std::string("empty shape");
+  if (!cutlass_built()) return cutlass_build_info().value("unavailable", std::string("no CUTLASS in this build"));
+  const auto& sys = system_info();
+  if (sys.devices.empty()) return "no CUDA device: " + sys.why_no_device;
+  const DeviceInfo& d = sys.devices.front();
+  const int arch = instance_arch_for(d);
+  if (!dense_dtype(c.dtype)) {
+    if (arch != 100) return arch_requirement(100) + "; found sm_" + std::to_string(d.compute_capability()) + " on " + d.name;
+    return c.dtype + " instances are compiled, but aispflow does not yet quantize operands into CUTLASS's "
+           "block-scale-factor layout, so they are not run (docs/cutlass.md)";
+  }
+  if (arch == 0)
+    return "CUTLASS instances are built for sm_90a and sm_100a; found sm_" + std::to_string(d.compute_capability()) +
+           " on " + d.name;
+  const auto spec = lt_dtype(c.dtype);
+  const double need = GemmProblem::device_bytes(s, *spec);
+  if (need > d.memory_gib * double(1ull << 30)) return std::string("needs more GPU memory than ") + d.name + " has";
+  return std::nullopt;
+}
+
+std::vector<GemmRecord> CutlassProvider::run(const GemmCase& gemm, const TimingPolicy& timing) {
+  GemmRecord rec;
+  rec.provider = name();
+  rec.kernel = "cutlass";
+  rec.shape = gemm.shape;
+  rec.dtype = gemm.dtype;
+  rec.layout = gemm.layout;
+  rec.epilogue = gemm.epilogue;
+  if (auto why = unsupported(gemm)) {
+    rec.status = "skipped";
+    rec.reason = *why;
+    if (select_)   // the profiler's list is still useful: which instances exist, and why none ran
+      for (const CutlassInstance* inst : cutlass_instances_for(gemm))
+        rec.extra["candidates"].push_back({{"kernel", inst->name()}, {"status", "skipped"}, {"reason", *why}});
+    return {rec};
+  }
+  try {
+    GpuContext& ctx = context_();
+    std::lock_guard busy(ctx.busy());
+    ScopedDevice on(ctx.device());
+    const cudaStream_t stream = ctx.stream();
+    const DeviceInfo& dev = system_info().devices[std::size_t(ctx.device())];
+    const int arch = instance_arch_for(dev);
+    const LtDtype spec = *lt_dtype(gemm.dtype);
+
+    const std::uint64_t seed = (std::uint64_t(std::random_device{}()) << 32) | std::random_device{}();
+    const int copies = timing.flush_cache ? GemmProblem::copies_for_cold_l2(gemm.shape, spec, double(dev.l2_bytes),
+                                                                            Harness::kMaxGraphLaunches)
+                                          : 1;
+    // GemmProblem stores fp8's B as N x K whatever the layout (as for cuBLASLt): cutlass_storage_layout().
+    GemmProblem problem(gemm.shape, spec, seed, stream, copies, GemmVariant::of(gemm));
+    const std::string storage = problem.b_transposed() ? "nt" : "nn";
+    if (storage != cutlass_storage_layout(gemm)) throw std::logic_error("cutlass: B storage does not match the instances");
+    rec.tolerance = problem.tolerance();
+    rec.extra["seed"] = seed;
+    rec.extra["cutlass"] = cutlass_build_info()["version"];
+    rec.extra["verification"] =
+        "every element vs the CUDA fp32-accumulating reference GEMM on the same inputs (kernels/cuda/gemm_data.cu); "
+        "output poisoned with NaN before the run";
+    if (spec.ab == Elem::e4m3) {
+      rec.extra["scales"] = {{"a", problem.scale_a()}, {"b", problem.scale_b()},
+                             {"applied_as", "alpha = scale_a * scale_b"}, {"output", "bf16"}};
+      if (gemm.layout == "nn")
+        rec.extra["layout_note"] = "B stored transposed (row-major N x K): Hopper's fp8 wgmma reads B K-major; "
+                                   "the record's C = A[MxK] * B[KxN] is the same product";
+    }
+
+    cutlass_abi::GemmArgs base;
+    base.m = int(gemm.shape.m);
+    base.n = int(gemm.shape.n);
+    base.k = int(gemm.shape.k);
+    base.alpha = spec.ab == Elem::e4m3 ? problem.scale_a() * problem.scale_b() : 1.0f;
+    base.sm_count = dev.sm_count;
+    base.stream = stream;
+
+    std::vector<const CutlassInstance*> rows;
+    for (const CutlassInstance* inst : cutlass_instances_for(gemm))
+      if (select_ || (inst->set == "pick" && inst->arch == arch)) rows.push_back(inst);
+    std::vector<Listed> listed;
+    std::vector<SearchCandidate> candidates;   // the rows that can run: what the search sees
+    std::vector<const cutlass_abi::InstanceOps*> ops;
+    std::optional<std::size_t> pick;
+    std::size_t workspace = 0;
+    for (const CutlassInstance* inst : rows) {
+      Listed l;
+      l.entry = {{"kernel", inst->name()},
+                 {"arch", "sm_" + std::to_string(inst->arch) + "a"},
+                 {"tile", std::to_string(inst->tile_m) + "x" + std::to_string(inst->tile_n) + "x" +
+                              std::to_string(inst->tile_k)},
+                 {"cluster", std::to_string(inst->cluster_m) + "x" + std::to_string(inst->cluster_n) + "x1"},
+                 {"schedule", inst->schedule},
+                 {"default", inst->set == "pick"}};
+      const cutlass_abi::InstanceOps* o = cutlass_ops(*inst);
+      std::string why;
+      if (inst->arch != arch) {
+        why = arch_requirement(inst->arch);
+      } else if (!o) {
+        why = cutlass_not_compiled_reason(*inst);
+      } else {
+        const bool can = o->can_implement(base) == cutlass_abi::kOk;
+        l.entry["can_implement"] = can;
+        if (!can) {
+          const auto rule = cutlass_alignment_problem(*inst, gemm.shape);
+          why = "CUTLASS can_implement: no" + (rule ? " (" + *rule + ")" : std::string());
+        } else {
+          workspace = std::max(workspace, o->workspace_bytes(base));
+        }
+      }
+      if (!why.empty()) {
+        l.entry["status"] = "skipped";
+        l.entry["reason"] = why;
+      } else {
+        if (inst->set == "pick") pick = candidates.size();
+        l.searched = candidates.size();
+        SearchCandidate cand;
+        cand.kernel = inst->name();
+        cand.identity = l.entry;
+        candidates.push_back(std::move(cand));
+        ops.push_back(o);
+      }
+      listed.push_back(std::move(l));
+    }
+    DeviceBuffer ws(workspace);
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      const cutlass_abi::InstanceOps* o = ops[i];
+      cutlass_abi::GemmArgs args = base;
+      args.workspace = ws.get();
+      args.workspace_bytes = ws.bytes();
+      const std::string kernel = candidates[i].kernel;
+      candidates[i].launch = [o, args, &problem, kernel](cudaStream_t s, int copy) {
+        cutlass_abi::GemmArgs a = args;
+        a.a = problem.a(copy);
+        a.b = problem.b(copy);
+        a.c = problem.c(copy);
+        a.stream = s;
+        if (const int st = o->run(a); st != cutlass_abi::kOk)
+          throw CudaError("CUTLASS " + kernel + (st == cutlass_abi::kCannotImplement ? ": cannot implement" : ": launch failed") +
+                          " (" + cudaGetErrorString(cudaGetLastError()) + ")");
+      };
+    }
+    std::optional<std::size_t> winner;
+    if (!candidates.empty()) {
+      SearchOptions options;
+      options.finalists = kFinalists;
+      options.always_final = pick;
+      winner = run_candidate_search(candidates, problem, ctx.harness(), timing, options);
+    }
+    fill_record(rec, listed, candidates, winner, select_);
+  } catch (const std::exception& e) {
+    rec.status = "failed";
+    rec.verified = false;
+    rec.time.reset();
+    rec.reason = e.what();
+  }
+  return {rec};
+}
+
+}  // namespace aispflow::kernels::cuda

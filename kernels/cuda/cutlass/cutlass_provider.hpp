@@ -1,0 +1,33 @@
+#pragma once
+// The CUTLASS GEMM providers (docs/cutlass.md):
+//   cutlass         the manifest's `pick` instance for the case's dtype and B layout on this GPU's architecture:
+//                   verified, then timed;
+//   cutlass.select  the profiler search: every manifest instance for the dtype and layout; instances for another
+//                   architecture, absent from this build or refused by CUTLASS's can_implement are recorded
+//                   skipped with the reason; the rest verified, screened, the finalists (and always the `pick`
+//                   instance) timed interleaved; the winner's CUTLASS name in `kernel`, every candidate in
+//                   extra["candidates"].
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "kernels/common/backend.hpp"
+#include "kernels/cuda/context.hpp"
+
+namespace aispflow::kernels::cuda {
+
+class CutlassProvider : public GemmProvider {
+ public:
+  static constexpr int kFinalists = 3;
+  CutlassProvider(std::function<GpuContext&()> context, bool select);
+  std::string name() const override { return select_ ? "cutlass.select" : "cutlass"; }
+  Requirements requirements() const override;
+  std::optional<std::string> unsupported(const GemmCase& c) const override;
+  std::vector<GemmRecord> run(const GemmCase& c, const TimingPolicy& timing) override;
+
+ private:
+  std::function<GpuContext&()> context_;
+  bool select_;
+};
+
+}  // namespace aispflow::kernels::cuda
