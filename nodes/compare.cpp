@@ -248,10 +248,15 @@ class CompareNode : public NodeType {
     for (const auto& in : ctx.inputs) input_names.push_back(in.node);
 
     NodeOutput out;
+    const auto policies = records::rest_policies(all);
     out.data = {{"metric", metric},   {"unit", info.unit}, {"better", info.better == Better::higher ? "higher" : "lower"},
                 {"baseline", baseline}, {"providers", providers}, {"rows", rows}, {"summary", summary},
-                {"gaps", gaps},       {"unmeasured", unmeasured},
+                {"gaps", gaps},       {"unmeasured", unmeasured}, {"rest_policies", policies},
                 {"sources", {{"inputs", input_names}, {"files", file_names}}}};
+    if (const std::string warning = records::mixed_rest_warning(policies); !warning.empty()) {
+      out.data["warnings"] = json::array({warning});
+      ctx.info("warning: " + warning);
+    }
     write_output_file(ctx, "compare.json", out.data.dump(2) + "\n");
     write_output_file(ctx, "compare.md", markdown(out.data));
 
@@ -309,6 +314,13 @@ class CompareNode : public NodeType {
        << d["better"].get<std::string>() << " is better\n\n";
     md << "Speedup is relative to **" << baseline << "** (>1 = better than the baseline). "
        << "`—` = no ok record (reason below the table).\n\n";
+    if (d.contains("rest_policies") && !d["rest_policies"].empty()) {
+      std::string list;
+      for (const auto& p : d["rest_policies"]) list += (list.empty() ? "" : ", ") + p.get<std::string>();
+      md << "GPU rest policy of the records (timing.rest): " << list << ".\n\n";
+    }
+    if (d.contains("warnings"))
+      for (const auto& w : d["warnings"]) md << "**Warning:** " << w.get<std::string>() << "\n\n";
     md << "| shape | dtype | fastest |";
     for (const auto& p : providers) md << " " << p << " |";
     for (const auto& p : providers)

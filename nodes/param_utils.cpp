@@ -118,9 +118,11 @@ kernels::TimingPolicy timing_policy(const json& params, const std::string& field
         throw std::invalid_argument(where + ": expected a number > 0, got " + v.dump());
     } else if (key == "flush_cache") {
       if (!v.is_boolean()) throw std::invalid_argument(where + ": expected true or false, got " + v.dump());
+    } else if (key == "rest") {
+      (void)kernels::TimingPolicy::parse_rest(v);
     } else {
       throw std::invalid_argument(where + ": unknown timing field (expected warmup, min_samples, max_samples, "
-                                          "target_stdrel, budget_s, flush_cache)");
+                                          "target_stdrel, budget_s, flush_cache, rest)");
     }
   }
   if (t.contains("min_samples") && t.contains("max_samples") &&

@@ -1,5 +1,9 @@
 #include "nodes/record_match.hpp"
 
+#include <algorithm>
+
+#include "kernels/common/timing.hpp"
+
 #include <cmath>
 #include <cstdio>
 
@@ -121,6 +125,28 @@ json identity(const json& record) {
 
 std::string identity_text(const json& record) {
   return provider_of(record) + " " + shape_name_of(record) + " " + dtype_variant_of(record);
+}
+
+std::vector<std::string> rest_policies(const json& records) {
+  std::vector<std::string> out;
+  if (!records.is_array()) return out;
+  for (const auto& r : records) {
+    if (!is_ok(r) || !r.contains("timing") || !r["timing"].is_object() || !r["timing"].contains("rest_factor")) continue;
+    kernels::TimingPolicy p;
+    p.rest_factor = r["timing"]["rest_factor"].get<double>();
+    const std::string label = p.rest_label();
+    if (std::find(out.begin(), out.end(), label) == out.end()) out.push_back(label);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string mixed_rest_warning(const std::vector<std::string>& policies) {
+  if (policies.size() < 2) return {};
+  std::string list;
+  for (const auto& p : policies) list += (list.empty() ? "" : ", ") + p;
+  return "the records mix GPU rest policies (" + list + "): back-to-back samples run at the power-capped clock, "
+         "rested ones at boost; numbers across them are not like for like";
 }
 
 const std::vector<MetricInfo>& known_metrics() {

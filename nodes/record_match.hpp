@@ -50,6 +50,12 @@ std::optional<json> value_at(const json& record, const std::string& dotted_path)
 // A numeric metric as a double; nullopt when missing or not a number.
 std::optional<double> number_at(const json& record, const std::string& dotted_path);
 
+// The GPU rest policies (timing.rest, docs/nodes.md) the ok records were measured under, e.g. ["2x"] or
+// ["0 (back to back)", "2x"]; records without one (CPU providers, other tools) are not counted. More than one
+// means the comparison mixes power states: analysis nodes say so as a warning.
+std::vector<std::string> rest_policies(const json& records);
+std::string mixed_rest_warning(const std::vector<std::string>& policies);   // "" for at most one policy
+
 // Compact number formatting for tables and labels: 4 significant digits, no exponent for ordinary magnitudes.
 std::string format_number(double value);
 

@@ -348,7 +348,11 @@ class RooflineNode : public NodeType {
     json env = json::object();
     int not_plotted = 0;
     std::map<std::string, int> not_plotted_by_status;   // "skipped": 12, "failed": 1 ...
-    for (const json& rec : collect_records(ctx)) {
+    const json all_records = collect_records(ctx);
+    // Which GPU rest policy the points were measured under (timing.rest); a mix is worth a warning.
+    const std::vector<std::string> rest = records::rest_policies(all_records);
+    if (const std::string w = records::mixed_rest_warning(rest); !w.empty()) warnings.push_back(w);
+    for (const json& rec : all_records) {
       if (!records::is_ok(rec)) {
         ++not_plotted;
         ++not_plotted_by_status[records::status_of(rec).empty() ? "no status" : records::status_of(rec)];
@@ -535,7 +539,8 @@ class RooflineNode : public NodeType {
     out.data = {{"points", jpoints},  {"ceilings", jceilings}, {"ridge_points", ridges}, {"device", device},
                 {"date", date},       {"dual_roofline", dual}, {"memory_levels", levels},
                 {"roof", {{"memory", mem->name}, {"memory_source", mem_measured ? "measured" : "datasheet"}}},
-                {"records_not_plotted", not_plotted}, {"points_above_roof", above_roof}, {"warnings", warnings}};
+                {"records_not_plotted", not_plotted}, {"points_above_roof", above_roof}, {"warnings", warnings},
+                {"rest_policies", rest}};
     if (!ncu_unmatched.empty()) out.data["ncu_unmatched"] = ncu_unmatched;
 
     int memory_bound = 0;

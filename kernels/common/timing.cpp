@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
+#include <stdexcept>
 
 namespace aispflow::kernels {
 
@@ -16,6 +18,7 @@ TimingPolicy TimingPolicy::from_json(const nlohmann::json& j) {
   p.target_stdrel = j.value("target_stdrel", p.target_stdrel);
   p.budget_s = j.value("budget_s", p.budget_s);
   p.flush_cache = j.value("flush_cache", p.flush_cache);
+  if (j.contains("rest")) p.rest_factor = parse_rest(j["rest"]);
   p.min_samples = std::max(1, p.min_samples);
   p.max_samples = std::max(p.min_samples, p.max_samples);
   return p;
@@ -23,7 +26,37 @@ TimingPolicy TimingPolicy::from_json(const nlohmann::json& j) {
 
 nlohmann::json TimingPolicy::to_json() const {
   return {{"warmup", warmup},         {"min_samples", min_samples}, {"max_samples", max_samples},
-          {"target_stdrel", target_stdrel}, {"budget_s", budget_s}, {"flush_cache", flush_cache}};
+          {"target_stdrel", target_stdrel}, {"budget_s", budget_s}, {"flush_cache", flush_cache},
+          {"rest", rest_label()}};
+}
+
+double TimingPolicy::parse_rest(const nlohmann::json& v) {
+  double factor = -1;
+  if (v.is_number()) {
+    factor = v.get<double>();
+  } else if (v.is_string()) {
+    std::string s = v.get<std::string>();
+    if (!s.empty() && (s.back() == 'x' || s.back() == 'X')) s.pop_back();
+    try {
+      std::size_t used = 0;
+      factor = std::stod(s, &used);
+      if (used != s.size()) factor = -1;
+    } catch (const std::exception&) {
+      factor = -1;
+    }
+  }
+  if (!(factor >= 0) || factor > 100)
+    throw std::invalid_argument("timing.rest: expected \"2x\" (the default: rest twice each sample's time), \"0\" "
+                                "(back to back, sustained) or a factor between 0 and 100 such as \"1.5x\"; got " +
+                                v.dump());
+  return factor;
+}
+
+std::string TimingPolicy::rest_label() const {
+  if (rest_factor == 0) return "0 (back to back)";
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%gx", rest_factor);
+  return buffer;
 }
 
 nlohmann::json TimingStats::to_json() const {

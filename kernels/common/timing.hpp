@@ -3,6 +3,7 @@
 // The loop: warm up, then take samples until the relative spread settles (stdrel <= target after at
 // least min_samples), or max_samples, or the time budget runs out. Report median, min, max, stdrel.
 #include <functional>
+#include <string>
 #include <optional>
 #include <vector>
 
@@ -17,6 +18,13 @@ struct TimingPolicy {
   double target_stdrel = 0.02;    // stop once the relative standard deviation is at or below this
   double budget_s = 2.0;          // stop sampling after this much time (the samples so far are reported)
   bool flush_cache = true;        // flush L2 / LLC between samples (GPU: always possible; CPU: optional)
+  // GPU rest after each sample, as a multiple of the sample's time (`timing.rest`: "2x", the default, keeps the
+  // power limiter out of comparisons; "0" samples back to back, the sustained, power-capped throughput a long
+  // training step sees; any factor in between).
+  double rest_factor = 2.0;
+  // "2x" | "0" | "1.5x" | 1.5 -> the factor; throws std::invalid_argument naming what is accepted.
+  static double parse_rest(const nlohmann::json& v);
+  std::string rest_label() const;   // "2x", "0 (back to back)"
   static TimingPolicy from_json(const nlohmann::json& j);   // missing fields keep defaults
   nlohmann::json to_json() const;
 };

@@ -45,7 +45,12 @@ nlohmann::json Measurement::timing_json() const {
   else
     j["l2"] = "flushed before each sample";
   j["converged"] = stats.converged;
-  j["rest"] = "GPU idle for 2x each sample's time after it (power limiter kept out of the numbers)";
+  TimingPolicy rest;
+  rest.rest_factor = rest_factor;
+  j["rest"] = rest_factor > 0 ? "GPU idle for " + rest.rest_label() +
+                                    " each sample's time after it (at most 50 ms; power limiter kept out of the numbers)"
+                              : std::string("none: samples back to back (sustained, power-capped throughput)");
+  j["rest_factor"] = rest_factor;
   nlohmann::json clocks = nlohmann::json::object();
   if (clocks_before) clocks["before"] = clocks_before->to_json();
   if (clocks_after) clocks["after"] = clocks_after->to_json();
@@ -113,6 +118,7 @@ Measurement Harness::time(const TimingPolicy& policy, const std::function<void(c
 // One piece of work, prepared for sampling: plain launches, or a captured graph of many.
 struct Harness::Prepared {
   std::function<void(cudaStream_t)> launch;
+  double rest_factor = 2.0;
   Graph graph;
   bool use_graph = false;
   int launches_per_sample = 1;
@@ -156,7 +162,8 @@ double Harness::sample_ms(Prepared& p) {
   const double ms = p.use_graph ? gated_event_ms([&](cudaStream_t s) { AISPFLOW_CUDA_CHECK(cudaGraphLaunch(p.graph.exec, s)); })
                                 : time_once_ms(p.launch);
   // Rest (see the header): keeps the chip out of its power limiter, so samples do not depend on history.
-  std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(std::min(kRestFactor * ms, kMaxRestMs)));
+  if (p.rest_factor > 0)
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(std::min(p.rest_factor * ms, kMaxRestMs)));
   return ms / p.launches_per_sample;
 }
 
@@ -168,6 +175,7 @@ std::vector<Measurement> Harness::time_interleaved(const TimingPolicy& policy,
   for (const auto& launch : launches) {
     work.push_back(std::make_unique<Prepared>());
     work.back()->launch = launch;
+    work.back()->rest_factor = policy.rest_factor;
     prepare(policy, *work.back());
   }
   std::function<void()> between;
@@ -208,6 +216,7 @@ std::vector<Measurement> Harness::time_interleaved(const TimingPolicy& policy,
     m.graph = work[i]->use_graph;
     m.launches_per_sample = work[i]->launches_per_sample;
     m.l2_flushed = policy.flush_cache;
+    m.rest_factor = policy.rest_factor;
     m.interleaved_with = int(work.size()) - 1;
     m.clocks_before = clocks_before;
     m.clocks_after = clocks_after;

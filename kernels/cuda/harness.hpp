@@ -47,6 +47,7 @@ struct Measurement {
   bool l2_flushed = false;
   int interleaved_with = 0;              // other pieces of work sampled in the same rounds
   int operand_copies = 1;                // set by the caller when its launches rotate over operand copies
+  double rest_factor = 2.0;              // the policy's rest after each sample
   std::optional<ClockReading> clocks_before, clocks_after;
   std::vector<std::string> warnings;
   // {"method": "...", "launches_per_sample": N, "l2": "...", "clocks": {"before": {...}, "after": {...}}}
@@ -60,8 +61,7 @@ class Harness {
   // A graph sample aims at this much work, so that event resolution (~1 us) is far below it.
   static constexpr double kGraphSampleTargetMs = 2.0;
   static constexpr int kMaxGraphLaunches = 2000;
-  // Rest after each sample, as a multiple of the sample's time, so the power limiter never engages.
-  static constexpr double kRestFactor = 2.0;
+  // Rest after each sample (TimingPolicy::rest_factor times the sample's time, 2x by default) is capped here.
   static constexpr double kMaxRestMs = 50;
 
   explicit Harness(int device);

@@ -144,3 +144,33 @@ TEST(TimingPolicy, ClampsNonsensicalCounts) {
 
 }  // namespace
 }  // namespace aispflow::kernels
+
+namespace aispflow::kernels {
+namespace {
+
+// timing.rest: the default 2x, back to back, or a factor; recorded in the policy's JSON; nonsense is refused with
+// the accepted forms.
+TEST(TimingRest, ParsesTheDocumentedFormsAndRefusesOthers) {
+  EXPECT_DOUBLE_EQ(TimingPolicy{}.rest_factor, 2.0);
+  EXPECT_DOUBLE_EQ(TimingPolicy::parse_rest("2x"), 2.0);
+  EXPECT_DOUBLE_EQ(TimingPolicy::parse_rest("0"), 0.0);
+  EXPECT_DOUBLE_EQ(TimingPolicy::parse_rest(0), 0.0);
+  EXPECT_DOUBLE_EQ(TimingPolicy::parse_rest("1.5x"), 1.5);
+  EXPECT_DOUBLE_EQ(TimingPolicy::parse_rest(0.5), 0.5);
+  for (const nlohmann::json& bad : {nlohmann::json("fast"), nlohmann::json("-1x"), nlohmann::json(-2), nlohmann::json("2xx"),
+                                   nlohmann::json(true), nlohmann::json(1000)}) {
+    try {
+      TimingPolicy::parse_rest(bad);
+      ADD_FAILURE() << "accepted " << bad.dump();
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("timing.rest"), std::string::npos) << e.what();
+    }
+  }
+  const TimingPolicy sustained = TimingPolicy::from_json({{"rest", "0"}});
+  EXPECT_DOUBLE_EQ(sustained.rest_factor, 0.0);
+  EXPECT_EQ(sustained.to_json()["rest"], "0 (back to back)");
+  EXPECT_EQ(TimingPolicy{}.to_json()["rest"], "2x");
+}
+
+}  // namespace
+}  // namespace aispflow::kernels
