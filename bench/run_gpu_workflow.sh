@@ -26,7 +26,14 @@ cat > "$stage/meta.json" <<META
  "command": "aispflow run $workflow $*"}
 META
 start=$(date +%s)
-$run aispflow run "$workflow" --cache "$stage/cache" --out "$stage/run" "$@" > "$stage/run.log" 2>&1
+# AISPFLOW_TIME_LIMIT (seconds): interrupt the run (SIGINT: aispflow stops cleanly and writes run.json) so the
+# evidence gathered so far is still packed within the device call's limit.
+if [ -n "${AISPFLOW_TIME_LIMIT:-}" ]; then
+  timeout --signal=INT "$AISPFLOW_TIME_LIMIT" $run aispflow run "$workflow" --cache "$stage/cache" --out "$stage/run" "$@" \
+    > "$stage/run.log" 2>&1
+else
+  $run aispflow run "$workflow" --cache "$stage/cache" --out "$stage/run" "$@" > "$stage/run.log" 2>&1
+fi
 status=$?
 echo "exit $status after $(( $(date +%s) - start )) s" >> "$stage/run.log"
 rm -rf "$stage/cache"
