@@ -8,7 +8,6 @@ packages=(
   libopenblas-dev     # cpu.openblas provider (CBLAS)
   librsvg2-bin        # rsvg-convert: roofline.svg -> PNG
   hyperfine jq        # bench/run_*.sh: whole-process timings and their JSON
-  openmpi-bin libopenmpi-dev   # the alltoall node's mpi transport (mpirun + aispflow-comm-worker)
   python3 python3-pip # pip download: the pinned CUTLASS and cuobjdump wheels below
 )
 missing=()
