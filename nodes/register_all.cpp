@@ -17,6 +17,7 @@ void register_builtin_nodes(Registry& registry) {
   registry.add(make_expect_node());
   registry.add(make_roofline_node());
   registry.add(make_compare_node());
+  registry.add(make_alltoall_node());
 }
 
 }  // namespace aispflow
