@@ -8,6 +8,7 @@ packages=(
   libopenblas-dev     # cpu.openblas provider (CBLAS)
   librsvg2-bin        # rsvg-convert: roofline.svg -> PNG
   hyperfine jq        # bench/run_*.sh: whole-process timings and their JSON
+  openmpi-bin libopenmpi-dev   # alltoall node, mpi transport (mpirun + aispflow-comm-rank)
 )
 missing=()
 for p in "${packages[@]}"; do
