@@ -6,7 +6,8 @@
 // run exits 3 as it does for `expect`, also from the cache.
 //
 // Transports: `mpi` (MPI_Alltoallv on host buffers, launched through mpirun running aispflow-comm-rank);
-// `nccl` (grouped ncclSend/ncclRecv over the GPUs of one process) requires a GPU.
+// `nccl` (grouped ncclSend/ncclRecv over the GPUs of one process, kernels/cuda/alltoall_nccl.cu, reached
+// through Backend::run_alltoall) requires a GPU.
 #include <unistd.h>
 
 #include <algorithm>
@@ -307,11 +308,31 @@ class AlltoallNode : public NodeType {
     const std::string transport = ctx.params.value("transport", std::string("mpi"));
     const auto env = nccl_env_of(ctx.params);
     const Thresholds th = thresholds_of(ctx.params);
-    if (transport == "nccl")
-      throw NodeError("transport nccl is not implemented in this build yet (use transport: mpi)");
-    const int ranks = int(positive_int(ctx.params, "ranks", 2));
+    json result;
+    int ranks = 0;
+    if (transport == "nccl") {
+      // One process, every GPU unless `ranks` says fewer; the dispatch sizes are spread over that many.
+      ranks = has_value(ctx.params, "ranks") ? int(positive_int(ctx.params, "ranks", 1))
+                                             : std::max(1, ctx.env->resource_total("gpu"));
+      json plan = plan_of(ctx.params, ranks);
+      plan["ranks"] = ranks;
+      plan["nccl_env"] = env;
+      ctx.info("nccl over " + std::to_string(ranks) + " GPU(s), " + std::to_string(plan["points"].size()) + " points" +
+               (ranks == 1 ? " (one GPU: busbw = algbw x (n-1)/n = 0)" : ""));
+      try {
+        result = backend_of(ctx).run_alltoall(plan);
+      } catch (const NodeError&) {
+        throw;
+      } catch (const std::exception& e) {
+        throw NodeError(std::string("transport nccl: ") + e.what());
+      }
+      if (!result.value("complete", false) || result["points"].size() != plan["points"].size())
+        throw NodeError("transport nccl: incomplete result");
+    } else {
+      ranks = int(positive_int(ctx.params, "ranks", 2));
+      result = run_mpi(ctx, plan_of(ctx.params, ranks), ranks, env);
+    }
     const json plan = plan_of(ctx.params, ranks);
-    const json result = run_mpi(ctx, plan, ranks, env);
 
     json points = json::array();
     int pass = 0, fail = 0, failed = 0;
@@ -323,6 +344,7 @@ class AlltoallNode : public NodeType {
     }
     NodeOutput out;
     out.data = {{"transport", transport}, {"ranks", ranks}, {"mpi_library", result.value("mpi_library", "")},
+                {"nccl_version", result.value("nccl_version", "")},
                 {"nccl_env", env}, {"warmup", plan["warmup"]}, {"iterations", plan["iterations"]},
                 {"thresholds", ctx.params.value("thresholds", json())}, {"points", points},
                 {"summary", {{"pass", pass}, {"fail", fail}, {"failed_points", failed}}}};

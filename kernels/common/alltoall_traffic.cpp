@@ -61,16 +61,6 @@ double max_over_mean(const std::vector<std::int64_t>& values) {
   return double(*std::max_element(values.begin(), values.end())) / (sum / double(values.size()));
 }
 
-std::uint32_t pattern_value(int src, int dst, std::int64_t index) {
-  // A cheap mix of the three coordinates; the +1s keep (0,0,0) from being zero.
-  std::uint64_t x = (std::uint64_t(src + 1) * 0x9E3779B97F4A7C15ull) ^ (std::uint64_t(dst + 1) * 0xC2B2AE3D27D4EB4Full) ^
-                    (std::uint64_t(index + 1) * 0x165667B19E3779F9ull);
-  x ^= x >> 29;
-  x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 32;
-  return std::uint32_t(x);
-}
-
 double percentile(std::vector<double> samples, double q) {
   if (samples.empty()) throw std::invalid_argument("percentile of no samples");
   std::sort(samples.begin(), samples.end());

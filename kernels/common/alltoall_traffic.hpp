@@ -26,9 +26,23 @@ double gini(const std::vector<std::int64_t>& values);
 // max / mean of the values; 0 when the mean is 0.
 double max_over_mean(const std::vector<std::int64_t>& values);
 
+#ifdef __CUDACC__
+#define AISPFLOW_HOST_DEVICE __host__ __device__
+#else
+#define AISPFLOW_HOST_DEVICE
+#endif
 // The value of element `index` that `src` sends to `dst`: the receiver recomputes it to verify every
-// element. Truncated to the element width; never constant along the index, so zeros never pass.
-std::uint32_t pattern_value(int src, int dst, std::int64_t index);
+// element. Truncated to the element width; never constant along the index, so zeros never pass. Inline and
+// host/device so the NCCL transport writes and checks the same pattern on the GPU.
+AISPFLOW_HOST_DEVICE inline std::uint32_t pattern_value(int src, int dst, std::int64_t index) {
+  // A cheap mix of the three coordinates; the +1s keep (0,0,0) from being zero.
+  std::uint64_t x = (std::uint64_t(src + 1) * 0x9E3779B97F4A7C15ull) ^ (std::uint64_t(dst + 1) * 0xC2B2AE3D27D4EB4Full) ^
+                    (std::uint64_t(index + 1) * 0x165667B19E3779F9ull);
+  x ^= x >> 29;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 32;
+  return std::uint32_t(x);
+}
 
 // Linear-interpolation percentile (q in [0, 1]) of unsorted samples: position q*(n-1) between the sorted
 // neighbours (numpy's default). Throws std::invalid_argument for an empty list.
