@@ -14,6 +14,7 @@
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include "kernels/common/alltoall_traffic.hpp"
 #include "nodes/inputs.hpp"
@@ -200,6 +201,54 @@ std::string markdown(const json& points) {
   return s;
 }
 
+// The data of the p99 and busbw heatmaps (skew rows x size columns, one pair per dtype), in the fields of
+// nodes/heatmap_plot.hpp's HeatmapSpec so the renderer draws them as they are; null = no data (n/a).
+json heatmap_data(const json& points, const std::string& transport, int ranks) {
+  json out = json::array();
+  std::vector<std::string> dtypes;
+  for (const auto& p : points)
+    if (std::find(dtypes.begin(), dtypes.end(), p["dtype"].get<std::string>()) == dtypes.end()) dtypes.push_back(p["dtype"]);
+  for (const auto& dtype : dtypes) {
+    std::vector<std::int64_t> sizes;
+    std::vector<double> skews;
+    for (const auto& p : points) {
+      if (p["dtype"] != dtype) continue;
+      if (std::find(sizes.begin(), sizes.end(), p["size_bytes"].get<std::int64_t>()) == sizes.end()) sizes.push_back(p["size_bytes"]);
+      if (std::find(skews.begin(), skews.end(), p["skew"].get<double>()) == skews.end()) skews.push_back(p["skew"]);
+    }
+    std::sort(sizes.begin(), sizes.end());
+    for (const auto& [metric, unit, higher] : {std::tuple{"p99_ms", "ms", false}, std::tuple{"busbw_gbps", "GB/s", true}}) {
+      json values = json::array(), notes = json::array(), x_ticks = json::array(), y_ticks = json::array();
+      for (auto b : sizes) x_ticks.push_back(size_label(b));
+      for (double a : skews) {
+        std::ostringstream t;
+        t << a;
+        y_ticks.push_back(t.str());
+        json row = json::array(), note_row = json::array();
+        for (auto b : sizes) {
+          json v, note = "";
+          for (const auto& p : points)
+            if (p["dtype"] == dtype && p["size_bytes"] == b && p["skew"] == a) {
+              if (p.contains(metric)) v = p[metric];
+              note = p["result"] == "FAIL" ? "FAIL" : "";
+            }
+          row.push_back(v);
+          note_row.push_back(note);
+        }
+        values.push_back(row);
+        notes.push_back(note_row);
+      }
+      out.push_back({{"file", std::string("alltoall_") + (higher ? "busbw" : "p99") + "_" + dtype + ".svg"},
+                     {"title", std::string(higher ? "all-to-all bus bandwidth" : "all-to-all p99 latency") + " — " +
+                                   transport + ", " + std::to_string(ranks) + " ranks, " + dtype},
+                     {"x_label", "message size per rank"}, {"y_label", "Zipf skew (alpha)"},
+                     {"x_ticks", x_ticks}, {"y_ticks", y_ticks}, {"values", values}, {"unit", unit},
+                     {"higher_is_better", higher}, {"cell_notes", notes}});
+    }
+  }
+  return out;
+}
+
 std::filesystem::path rank_worker() {
   if (const char* p = std::getenv("AISPFLOW_COMM_RANK"); p && *p) return p;
   std::error_code ec;
@@ -348,6 +397,7 @@ class AlltoallNode : public NodeType {
                 {"nccl_env", env}, {"warmup", plan["warmup"]}, {"iterations", plan["iterations"]},
                 {"thresholds", ctx.params.value("thresholds", json())}, {"points", points},
                 {"summary", {{"pass", pass}, {"fail", fail}, {"failed_points", failed}}}};
+    out.data["heatmaps"] = heatmap_data(points, transport, ranks);
     out.verdict = fail > 0 ? Verdict::expectations_not_met : Verdict::ok;
     out.data["verdict"] = to_string(out.verdict);
     write_output_file(ctx, "alltoall.csv", csv(points));

@@ -79,6 +79,12 @@ TEST_F(AlltoallMpiTest, TwoAndFourRanksVerifiedAndMeasured) {
       else EXPECT_GT(p["split_gini"].get<double>(), 0.1);
       EXPECT_EQ(p["bytes_moved"].get<double>(), p["size_bytes"].get<double>() * ranks);
     }
+    ASSERT_EQ(d["heatmaps"].size(), 4u);   // (p99, busbw) x 2 dtypes, skew rows x size columns
+    for (const auto& h : d["heatmaps"]) {
+      ASSERT_EQ(h["values"].size(), 2u);
+      EXPECT_EQ(h["values"][0].size(), 2u);
+      EXPECT_TRUE(h["values"][1][1].is_number()) << h.dump();
+    }
     EXPECT_TRUE(fs::exists(dir_ / "out" / "nodes" / "a2a" / "alltoall.csv"));
     EXPECT_TRUE(fs::exists(dir_ / "out" / "nodes" / "a2a" / "alltoall.md"));
   }
