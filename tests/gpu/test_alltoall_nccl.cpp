@@ -67,7 +67,9 @@ TEST_F(AlltoallNcclTest, EveryGpuVerifiedAndTimed) {
     EXPECT_EQ(p["wrong"], 0);
     EXPECT_GT(p["p50_ms"].get<double>(), 0);
     EXPECT_GT(p["algbw_gbps"].get<double>(), 0);
-    if (gpus_ == 1) EXPECT_EQ(p["busbw_gbps"].get<double>(), 0) << "n = 1: busbw = algbw x (n-1)/n = 0";
+    if (gpus_ == 1) {
+      EXPECT_EQ(p["busbw_gbps"].get<double>(), 0) << "n = 1: busbw = algbw x (n-1)/n = 0";
+    }
   }
 }
 

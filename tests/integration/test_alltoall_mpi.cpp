@@ -75,8 +75,11 @@ TEST_F(AlltoallMpiTest, TwoAndFourRanksVerifiedAndMeasured) {
       EXPECT_GE(p["p99_ms"].get<double>(), p["p50_ms"].get<double>());
       EXPECT_GE(p["max_ms"].get<double>(), p["p99_ms"].get<double>());
       EXPECT_NEAR(p["busbw_gbps"].get<double>(), p["algbw_gbps"].get<double>() * (ranks - 1) / ranks, 1e-9);
-      if (p["skew"].get<double>() == 0) EXPECT_NEAR(p["split_gini"].get<double>(), 0, 1e-3);
-      else EXPECT_GT(p["split_gini"].get<double>(), 0.1);
+      if (p["skew"].get<double>() == 0) {
+        EXPECT_NEAR(p["split_gini"].get<double>(), 0, 1e-3);
+      } else {
+        EXPECT_GT(p["split_gini"].get<double>(), 0.1);
+      }
       EXPECT_EQ(p["bytes_moved"].get<double>(), p["size_bytes"].get<double>() * ranks);
     }
     ASSERT_EQ(d["heatmaps"].size(), 4u);   // (p99, busbw) x 2 dtypes, skew rows x size columns
