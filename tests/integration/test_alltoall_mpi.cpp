@@ -135,4 +135,23 @@ TEST_F(AlltoallMpiTest, HungRankIsKilledAfterTimeout) {
   EXPECT_LT(hung.seconds, 60);
 }
 
+TEST_F(AlltoallMpiTest, CompareTableAndTheShippedWorkflowValidates) {
+  std::ofstream(dir_ / "a2a.yaml") << "name: a2a\nnodes:\n"
+                                   << "  two:\n    type: alltoall\n    params: " << small(2) << "\n"
+                                   << "  four:\n    type: alltoall\n    params: " << small(4) << "\n"
+                                   << "  table:\n    type: alltoall_compare\n    inputs: [two, four]\n";
+  const Result r = run();
+  ASSERT_EQ(r.code, 0) << why(r);
+  const json t = json::parse(read_file(dir_ / "out" / "nodes" / "table" / "artifact.json"))["data"];
+  EXPECT_EQ(t["baseline"], "two");
+  ASSERT_EQ(t["rows"].size(), 8u);
+  EXPECT_TRUE(t["rows"][0]["runs"][1]["busbw_over_base"].is_number()) << t.dump();
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "nodes" / "table" / "alltoall_compare.md"));
+
+  const Result v = aispflow::test::run_in(dir_, quote(AISPFLOW_BIN) + " validate " +
+                                                    quote(std::string(AISPFLOW_SOURCE_DIR) + "/workflows/moe_readiness.yaml") +
+                                                    " --backend cpu");
+  EXPECT_EQ(v.code, 0) << why(v);
+}
+
 }  // namespace
