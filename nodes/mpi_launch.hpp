@@ -31,7 +31,7 @@ struct MpiRunResult {
 std::optional<std::filesystem::path> find_mpirun();
 // The full argv (mpirun first).
 std::vector<std::string> mpirun_command(const std::filesystem::path& mpirun, const MpiLaunch& launch);
-// Runs it; `log` receives the output file path. Never throws for a failing program.
+// Runs it with stdout and stderr in log_file. Never throws for a failing program.
 MpiRunResult run_mpirun(const std::filesystem::path& mpirun, const MpiLaunch& launch,
                         const std::filesystem::path& log_file, const std::atomic<bool>* cancel);
 
