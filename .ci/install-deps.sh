@@ -9,6 +9,7 @@ packages=(
   librsvg2-bin        # rsvg-convert: roofline.svg -> PNG
   hyperfine jq        # bench/run_*.sh: whole-process timings and their JSON
   python3 python3-pip # pip download: the pinned CUTLASS and cuobjdump wheels below
+  openmpi-bin libopenmpi-dev   # alltoall node, mpi transport (mpirun + aispflow-comm-rank)
 )
 missing=()
 for p in "${packages[@]}"; do

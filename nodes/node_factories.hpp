@@ -15,4 +15,6 @@ std::unique_ptr<NodeType> make_cost_per_token_node();   // nodes/cost_per_token.
 std::unique_ptr<NodeType> make_expect_node();           // nodes/expect.cpp
 std::unique_ptr<NodeType> make_roofline_node();         // nodes/roofline.cpp
 std::unique_ptr<NodeType> make_compare_node();          // nodes/compare.cpp
+std::unique_ptr<NodeType> make_alltoall_node();         // nodes/alltoall.cpp
+std::unique_ptr<NodeType> make_alltoall_compare_node(); // nodes/alltoall_compare.cpp
 }  // namespace aispflow

@@ -17,6 +17,8 @@ void register_builtin_nodes(Registry& registry) {
   registry.add(make_expect_node());
   registry.add(make_roofline_node());
   registry.add(make_compare_node());
+  registry.add(make_alltoall_node());
+  registry.add(make_alltoall_compare_node());
 }
 
 }  // namespace aispflow

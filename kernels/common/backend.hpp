@@ -4,6 +4,7 @@
 // the same interface. A backend knows nothing of YAML or caching.
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,13 @@ class Backend : public Environment {
   virtual std::vector<Ceiling> datasheet_ceilings() const { return {}; }
   // Full description of the machine for `aispflow hw` (superset of fingerprint()).
   virtual json hardware_info() const = 0;
+  // The `alltoall` node's nccl transport (nodes/alltoall.cpp): runs `plan` ({warmup, iterations, ranks (0 =
+  // every GPU), nccl_env, points: [{dtype, elem_bytes, elements, skew, ...}]}) with grouped ncclSend/ncclRecv
+  // over the GPUs of this process. Returns {complete, ranks, nccl_version, points: [point + {wrong,
+  // times_s?}]}. Backends without NCCL throw std::runtime_error with the reason.
+  virtual json run_alltoall(const json& /*plan*/) {
+    throw std::runtime_error("the nccl transport needs the CUDA backend with NCCL (backend " + backend_name() + ")");
+  }
 };
 
 // The GPU GEMM providers aispflow knows, whether or not this build or machine can run them: workflow

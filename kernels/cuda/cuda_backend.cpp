@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "kernels/common/fingerprint.hpp"
+#include "kernels/cuda/alltoall_nccl.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/cuda/cublaslt_gemm.hpp"
 #include "kernels/cuda/cublaslt_provider.hpp"
@@ -128,6 +129,11 @@ class CudaBackend final : public Backend {
     if (sys_.devices.size() >= 2)
       for (auto& c : cuda::measure_p2p(std::size_t(256) << 20, options.timing)) out.push_back(std::move(c));
     return out;
+  }
+
+  json run_alltoall(const json& plan) override {
+    if (sys_.devices.empty()) throw std::runtime_error("no CUDA device: " + sys_.why_no_device);
+    return cuda::run_alltoall_nccl(plan);
   }
 
   std::vector<Ceiling> datasheet_ceilings() const override {

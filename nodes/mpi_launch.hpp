@@ -1,0 +1,38 @@
+#pragma once
+// Launching a program under OpenMPI's mpirun from a node: the command line (root and oversubscription
+// flags, hosts, the environment exported to every rank) and a supervised run in its own process group,
+// killed as a whole after a timeout or on Ctrl-C. Nothing home-made replaces MPI's launcher.
+#include <atomic>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace aispflow {
+
+struct MpiLaunch {
+  int ranks = 1;
+  std::vector<std::string> hosts;          // empty: this machine
+  std::vector<std::string> extra_args;     // the user's mpirun_args, inserted before the program
+  std::map<std::string, std::string> env;  // set here and exported to every rank (-x)
+  std::vector<std::string> program;        // executable and its arguments
+  double timeout_s = 600;
+};
+
+struct MpiRunResult {
+  bool timed_out = false;
+  bool cancelled = false;
+  int exit_status = -1;    // exit code, or 128+signal
+  std::string output;      // stdout and stderr of mpirun and every rank, interleaved
+};
+
+// The mpirun executable on PATH, or nullopt.
+std::optional<std::filesystem::path> find_mpirun();
+// The full argv (mpirun first).
+std::vector<std::string> mpirun_command(const std::filesystem::path& mpirun, const MpiLaunch& launch);
+// Runs it with stdout and stderr in log_file. Never throws for a failing program.
+MpiRunResult run_mpirun(const std::filesystem::path& mpirun, const MpiLaunch& launch,
+                        const std::filesystem::path& log_file, const std::atomic<bool>* cancel);
+
+}  // namespace aispflow

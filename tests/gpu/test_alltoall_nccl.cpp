@@ -1,0 +1,85 @@
+// The alltoall node's nccl transport on every GPU of this machine, through `aispflow run --backend cuda`:
+// every point verified (wrong == 0) and timed, ranks == the GPU count; with one GPU, n = 1 is recorded
+// honestly (busbw 0). A second node asking for other NCCL settings in the same process is refused.
+// Skips where there is no GPU (nvidia-smi lists none).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "support/text_files.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using aispflow::test::quote;
+using aispflow::test::read_file;
+
+int gpu_count() {
+  FILE* p = popen("nvidia-smi -L 2>/dev/null | grep -c '^GPU'", "r");
+  if (!p) return 0;
+  int n = 0;
+  if (std::fscanf(p, "%d", &n) != 1) n = 0;
+  pclose(p);
+  return n;
+}
+
+class AlltoallNcclTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    gpus_ = gpu_count();
+    if (gpus_ == 0) GTEST_SKIP() << "no GPU (nvidia-smi lists none): the nccl transport needs one";
+    std::random_device rd;
+    dir_ = fs::temp_directory_path() / ("aispflow-test-a2a-nccl-" + std::to_string(rd()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+  aispflow::test::CommandResult run(const std::string& yaml) {
+    std::ofstream(dir_ / "a2a.yaml") << yaml;
+    return aispflow::test::run_in(dir_, "timeout 600 " + quote(AISPFLOW_BIN) +
+                                            " run a2a.yaml --backend cuda --progress lines --cache cache --out out");
+  }
+  json data(const std::string& node) {
+    return json::parse(read_file(dir_ / "out" / "nodes" / node / "artifact.json"))["data"];
+  }
+  int gpus_ = 0;
+  fs::path dir_;
+};
+
+TEST_F(AlltoallNcclTest, EveryGpuVerifiedAndTimed) {
+  const auto r = run("name: a2a\nnodes:\n  a2a:\n    type: alltoall\n    params: {transport: nccl, "
+                     "sizes: [32768, 2097152], skews: [0, 1.35], dtypes: [bf16, fp8]}\n");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const json d = data("a2a");
+  EXPECT_EQ(d["ranks"], gpus_);
+  EXPECT_FALSE(d["nccl_version"].get<std::string>().empty());
+  ASSERT_EQ(d["points"].size(), 8u);
+  for (const auto& p : d["points"]) {
+    EXPECT_EQ(p["status"], "ok") << p.dump();
+    EXPECT_EQ(p["wrong"], 0);
+    EXPECT_GT(p["p50_ms"].get<double>(), 0);
+    EXPECT_GT(p["algbw_gbps"].get<double>(), 0);
+    if (gpus_ == 1) {
+      EXPECT_EQ(p["busbw_gbps"].get<double>(), 0) << "n = 1: busbw = algbw x (n-1)/n = 0";
+    }
+  }
+}
+
+TEST_F(AlltoallNcclTest, DifferentNcclEnvInOneProcessIsRefused) {
+  const auto r = run("name: a2a\nnodes:\n  base:\n    type: alltoall\n    params: {transport: nccl, sizes: [65536], "
+                     "skews: [0], dtypes: [bf16]}\n  tuned:\n    type: alltoall\n    inputs: [base]\n"
+                     "    params: {transport: nccl, sizes: [65536], skews: [0], dtypes: [bf16], "
+                     "nccl_env: {NCCL_PROTO: Simple}}\n");
+  EXPECT_NE(r.code, 0) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("once per process"), std::string::npos) << r.out << r.err;
+}
+
+}  // namespace
