@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "kernels/common/alltoall_traffic.hpp"
+#include "nodes/heatmap_plot.hpp"
 #include "nodes/inputs.hpp"
 #include "nodes/model_presets.hpp"
 #include "nodes/mpi_launch.hpp"
@@ -199,6 +200,33 @@ std::string markdown(const json& points) {
     s += "| " + join(row, " | ") + " |\n";
   }
   return s;
+}
+
+// Draws every heatmap of heatmap_data() into its SVG file (nodes/heatmap_plot.hpp).
+void write_heatmaps(const NodeContext& ctx, const json& heatmaps) {
+  for (const auto& h : heatmaps) {
+    HeatmapSpec spec;
+    spec.title = h.value("title", std::string());
+    spec.subtitle = h.value("subtitle", std::string());
+    spec.x_label = h.value("x_label", std::string());
+    spec.y_label = h.value("y_label", std::string());
+    for (const auto& t : h["x_ticks"]) spec.x_ticks.push_back(t.get<std::string>());
+    for (const auto& t : h["y_ticks"]) spec.y_ticks.push_back(t.get<std::string>());
+    for (const auto& row : h["values"]) {
+      std::vector<double> r;
+      for (const auto& v : row) r.push_back(v.is_number() ? v.get<double>() : std::nan(""));
+      spec.values.push_back(r);
+    }
+    if (h.contains("cell_notes"))
+      for (const auto& row : h["cell_notes"]) {
+        std::vector<std::string> r;
+        for (const auto& v : row) r.push_back(v.is_string() ? v.get<std::string>() : std::string());
+        spec.notes.push_back(r);
+      }
+    spec.unit = h.value("unit", std::string());
+    spec.higher_is_better = h.value("higher_is_better", true);
+    write_output_file(ctx, h["file"].get<std::string>(), render_heatmap_svg(spec));
+  }
 }
 
 // The data of the p99 and busbw heatmaps (skew rows x size columns, one pair per dtype), in the fields of
@@ -400,6 +428,7 @@ class AlltoallNode : public NodeType {
     out.data["heatmaps"] = heatmap_data(points, transport, ranks);
     out.verdict = fail > 0 ? Verdict::expectations_not_met : Verdict::ok;
     out.data["verdict"] = to_string(out.verdict);
+    write_heatmaps(ctx, out.data["heatmaps"]);
     write_output_file(ctx, "alltoall.csv", csv(points));
     write_output_file(ctx, "alltoall.md", markdown(points));
     ctx.info(std::to_string(pass) + " PASS, " + std::to_string(fail) + " FAIL (" + std::to_string(failed) +
