@@ -1,5 +1,7 @@
 #include "kernels/cuda/cutlass/cutlass_provider.hpp"
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <optional>
 #include <random>
@@ -104,6 +106,12 @@ std::optional<std::string> CutlassProvider::unsupported(const GemmCase& c) const
   if (!cutlass_built()) return cutlass_build_info().value("unavailable", std::string("no CUTLASS in this build"));
   const auto& sys = system_info();
   if (sys.devices.empty()) return "no CUDA device: " + sys.why_no_device;
+  // On the H100 the first runs of these instances (test_cutlass, workflows/kernel_selector.yaml at 9a8ded4) never
+  // returned: undiagnosed, see docs/cutlass.md. Until that is understood a run is opt-in, so that no sweep hangs
+  // a user's GPU; the record says why it was skipped.
+  if (!std::getenv("AISPFLOW_CUTLASS_RUN"))
+    return std::string("CUTLASS runs are opt-in (AISPFLOW_CUTLASS_RUN=1): the first H100 runs of these instances "
+                       "hung (docs/cutlass.md, known issue)");
   const DeviceInfo& d = sys.devices.front();
   const int arch = instance_arch_for(d);
   if (!dense_dtype(c.dtype)) {
