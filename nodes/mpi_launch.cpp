@@ -1,5 +1,7 @@
 #include "nodes/mpi_launch.hpp"
 
+#include <cstdio>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -94,6 +96,22 @@ MpiRunResult run_mpirun(const std::filesystem::path& mpirun, const MpiLaunch& la
   text << in.rdbuf();
   result.output = text.str();
   return result;
+}
+
+nlohmann::json mpi_launcher_info() {
+  const auto mpirun = find_mpirun();
+  if (!mpirun) return {{"unavailable", "no mpirun on PATH (OpenMPI: .ci/install-deps.sh)"}};
+  nlohmann::json info = {{"mpirun", mpirun->string()}};
+  if (FILE* f = ::popen((mpirun->string() + " --version 2>&1").c_str(), "r")) {
+    char line[256] = {};
+    if (std::fgets(line, sizeof line, f)) {
+      std::string v(line);
+      while (!v.empty() && (v.back() == '\n' || v.back() == ' ')) v.pop_back();
+      info["version"] = v;
+    }
+    ::pclose(f);
+  }
+  return info;
 }
 
 }  // namespace aispflow

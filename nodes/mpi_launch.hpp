@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace aispflow {
 
 struct MpiLaunch {
@@ -34,5 +36,9 @@ std::vector<std::string> mpirun_command(const std::filesystem::path& mpirun, con
 // Runs it with stdout and stderr in log_file. Never throws for a failing program.
 MpiRunResult run_mpirun(const std::filesystem::path& mpirun, const MpiLaunch& launch,
                         const std::filesystem::path& log_file, const std::atomic<bool>* cancel);
+
+// What `aispflow hw` says about the MPI launcher: {"mpirun": path, "version": "mpirun (Open MPI) 4.1.4"} or
+// {"unavailable": why}.
+nlohmann::json mpi_launcher_info();
 
 }  // namespace aispflow

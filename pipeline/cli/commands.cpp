@@ -2,6 +2,8 @@
 // handled in main.cpp); a node's failure is part of the run's report, never an exception here.
 #include "pipeline/cli/commands.hpp"
 
+#include "nodes/mpi_launch.hpp"
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -379,6 +381,7 @@ int cache_command(const std::string& action, const std::string& cache_dir) {
 int hw_command(const std::string& backend, bool as_json) {
   auto b = kernels::make_backend(backend);
   json info = b->hardware_info();
+  info["mpi"] = mpi_launcher_info();   // the alltoall node's mpi transport; NCCL is under the cuda backend
   if (as_json) {
     std::printf("%s\n", info.dump(2).c_str());
   } else {
