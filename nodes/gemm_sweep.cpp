@@ -61,12 +61,7 @@ void enforce_honesty(kernels::GemmRecord& r) {
 
 kernels::GemmRecord make_record(const std::string& provider, const kernels::GemmCase& c, const std::string& status,
                                 const std::string& reason) {
-  kernels::GemmRecord r;
-  r.provider = provider;
-  r.shape = c.shape;
-  r.dtype = c.dtype;
-  r.layout = c.layout;
-  r.epilogue = c.epilogue;
+  kernels::GemmRecord r = kernels::GemmRecord::of(provider, "", c);
   r.status = status;
   r.reason = reason;
   return r;

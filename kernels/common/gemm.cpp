@@ -132,6 +132,17 @@ std::optional<std::string> unless_plain(const std::string& provider, const GemmC
   return std::nullopt;
 }
 
+GemmRecord GemmRecord::of(const std::string& provider, const std::string& kernel, const GemmCase& c) {
+  GemmRecord r;
+  r.provider = provider;
+  r.kernel = kernel;
+  r.shape = c.shape;
+  r.dtype = c.dtype;
+  r.layout = c.layout;
+  r.epilogue = c.epilogue;
+  return r;
+}
+
 json GemmRecord::to_json(const json& env) const {
   json r = {{"provider", provider}, {"kernel", kernel},   {"shape", shape.to_json()},
             {"dtype", dtype},       {"layout", layout},   {"epilogue", epilogue},

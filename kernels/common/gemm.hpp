@@ -75,6 +75,9 @@ struct GemmRecord {
   double tolerance = 0;
   std::optional<TimingStats> time;
   json extra = json::object();   // provider-specific fields merged in (e.g. "candidates", "warnings")
+  // A record of `provider` for case `c` (shape, dtype, layout, epilogue), `kernel` as given; status ok until the
+  // provider says otherwise.
+  static GemmRecord of(const std::string& provider, const std::string& kernel, const GemmCase& c);
   json to_json(const json& env) const;   // adds tflops, gbytes_per_s, intensity from shape and time
 };
 

@@ -63,13 +63,7 @@ std::optional<std::string> CublasLtProvider::unsupported(const GemmCase& c) cons
 std::vector<GemmRecord> CublasLtProvider::run(const GemmCase& gemm, const TimingPolicy& timing) {
   const GemmShape& shape = gemm.shape;
   const std::string& dtype = gemm.dtype;
-  GemmRecord rec;
-  rec.provider = name();
-  rec.kernel = "cublasLt";
-  rec.shape = shape;
-  rec.dtype = dtype;
-  rec.layout = gemm.layout;
-  rec.epilogue = gemm.epilogue;
+  GemmRecord rec = GemmRecord::of(name(), "cublasLt", gemm);
   if (auto why = unsupported(gemm)) {
     rec.status = "skipped";
     rec.reason = *why;

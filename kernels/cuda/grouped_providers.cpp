@@ -201,13 +201,7 @@ GroupedLaunch GroupedProvider::make_launch(GemmProblem& p, const std::vector<std
 }
 
 std::vector<GemmRecord> GroupedProvider::run(const GemmCase& c, const TimingPolicy& timing) {
-  GemmRecord rec;
-  rec.provider = name();
-  rec.kernel = name();
-  rec.shape = c.shape;
-  rec.dtype = c.dtype;
-  rec.layout = c.layout;
-  rec.epilogue = c.epilogue;
+  GemmRecord rec = GemmRecord::of(name(), name(), c);
   if (auto why = unsupported(c)) {
     rec.status = "skipped";
     rec.reason = *why;

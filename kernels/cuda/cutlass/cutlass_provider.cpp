@@ -129,13 +129,7 @@ std::optional<std::string> CutlassProvider::unsupported(const GemmCase& c) const
 }
 
 std::vector<GemmRecord> CutlassProvider::run(const GemmCase& gemm, const TimingPolicy& timing) {
-  GemmRecord rec;
-  rec.provider = name();
-  rec.kernel = "cutlass";
-  rec.shape = gemm.shape;
-  rec.dtype = gemm.dtype;
-  rec.layout = gemm.layout;
-  rec.epilogue = gemm.epilogue;
+  GemmRecord rec = GemmRecord::of(name(), "cutlass", gemm);
   if (auto why = unsupported(gemm)) {
     rec.status = "skipped";
     rec.reason = *why;

@@ -98,13 +98,7 @@ std::optional<std::string> OursProvider::unsupported(const GemmCase& c) const {
 }
 
 std::vector<GemmRecord> OursProvider::run(const GemmCase& c, const TimingPolicy& timing) {
-  GemmRecord rec;
-  rec.provider = name_;
-  rec.kernel = name_;
-  rec.shape = c.shape;
-  rec.dtype = c.dtype;
-  rec.layout = c.layout;
-  rec.epilogue = c.epilogue;
+  GemmRecord rec = GemmRecord::of(name_, name_, c);
   if (auto why = unsupported(c)) {
     rec.status = "skipped";
     rec.reason = *why;
