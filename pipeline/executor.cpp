@@ -573,6 +573,7 @@ struct Executor::Run {
 
     NodeOutput output;
     auto t0 = Clock::now();
+    r.started_at = std::chrono::system_clock::now();
     bool ok = false;
     try {
       ctx.env = &ex.env_.get();
@@ -586,6 +587,7 @@ struct Executor::Run {
       r.error = "unknown error";
     }
     r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    r.finished_at = std::chrono::system_clock::now();
     lease.release();
 
     if (!ok) {

@@ -35,6 +35,9 @@ struct NodeResult {
   std::string reason;               // why it ran, was cached, or was skipped
   std::string error;                // failed nodes: what went wrong (no stack trace)
   double seconds = 0;               // wall time of run() (0 when cached or skipped)
+  // When run() started and returned (UTC), for nodes that ran or failed: run.json's started_at / finished_at, so
+  // anyone can check that two measuring nodes never overlapped.
+  std::optional<std::chrono::system_clock::time_point> started_at, finished_at;
   std::string digest;               // artifact digest (ran or cached)
   std::string key;                  // cache key, when it could be computed
   std::optional<Verdict> verdict;   // when there is an artifact

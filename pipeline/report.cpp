@@ -1,5 +1,7 @@
 #include "pipeline/report.hpp"
 
+#include <cstdio>
+
 #include <algorithm>
 #include <cmath>
 #include <ctime>
@@ -18,6 +20,15 @@ std::string iso8601_utc(std::chrono::system_clock::time_point t) {
   char buffer[32];
   std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
   return buffer;
+}
+
+// "2026-11-23T21:04:05.123Z": UTC with milliseconds (run.json's per-node started_at / finished_at).
+std::string iso8601_utc_ms(std::chrono::system_clock::time_point t) {
+  const std::string seconds = iso8601_utc(t);   // "...T21:04:05Z"
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count() % 1000;
+  char buffer[8];
+  std::snprintf(buffer, sizeof buffer, ".%03dZ", int(ms));
+  return seconds.substr(0, seconds.size() - 1) + buffer;
 }
 
 namespace {
@@ -67,6 +78,8 @@ std::string run_report_text(const RunSummary& summary) {
     out += ", \"status\": " + str(to_string(n.status));
     out += ", \"reason\": " + str(n.reason);
     out += ", \"seconds\": " + num(n.seconds);
+    if (n.started_at) out += ", \"started_at\": " + str(iso8601_utc_ms(*n.started_at));
+    if (n.finished_at) out += ", \"finished_at\": " + str(iso8601_utc_ms(*n.finished_at));
     out += ", \"digest\": " + str(n.digest);
     if (!n.error.empty()) out += ", \"error\": " + str(n.error);
     if (n.verdict) out += ", \"verdict\": " + str(to_string(*n.verdict));

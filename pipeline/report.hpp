@@ -17,9 +17,12 @@ namespace aispflow {
 
 // "2025-01-31T12:34:56Z"
 std::string iso8601_utc(std::chrono::system_clock::time_point t);
+// The same with milliseconds: "2026-11-23T21:04:05.123Z".
+std::string iso8601_utc_ms(std::chrono::system_clock::time_point t);
 
 // {"workflow", "file", "started", "seconds", "exit_code", "backend", "aispflow_version",
-//  "nodes": [{"name", "type", "status", "reason", "seconds", "digest", "error"?, "verdict"?}]}
+//  "nodes": [{"name", "type", "status", "reason", "seconds", "started_at"?, "finished_at"?, "digest", "error"?,
+//             "verdict"?}]}   (started_at / finished_at: nodes that ran or failed, UTC with milliseconds)
 std::string run_report_text(const RunSummary& summary);   // the text of run.json
 json run_report_json(const RunSummary& summary);          // the same, parsed
 // Writes out_dir/run.json atomically (readers never see half a report). Returns its path.

@@ -87,7 +87,22 @@ TEST_F(CliTest, RunWritesTheReportAndEveryArtifact) {
     EXPECT_TRUE(std::regex_match(n["digest"].get<std::string>(), std::regex("[0-9a-f]{32}"))) << n;
     EXPECT_TRUE(n["seconds"].is_number());
     EXPECT_FALSE(n.contains("error"));
+    // When run() started and returned, UTC with milliseconds; ISO 8601 text of one width orders like time.
+    const std::regex ms(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)");
+    ASSERT_TRUE(n.contains("started_at") && n.contains("finished_at")) << n;
+    EXPECT_TRUE(std::regex_match(n["started_at"].get<std::string>(), ms)) << n;
+    EXPECT_TRUE(std::regex_match(n["finished_at"].get<std::string>(), ms)) << n;
+    EXPECT_LE(n["started_at"].get<std::string>(), n["finished_at"].get<std::string>()) << n;
+    EXPECT_GE(n["started_at"].get<std::string>(), rep["started"].get<std::string>().substr(0, 19)) << n;
   }
+  // A node's finish is never before a node it depends on started and finished: join after make_a.
+  auto node_of = [&](const std::string& name) -> const json& {
+    for (const auto& n : rep["nodes"])
+      if (n["name"] == name) return n;
+    static const json none;
+    return none;
+  };
+  EXPECT_LE(node_of("make_a")["finished_at"].get<std::string>(), node_of("join")["started_at"].get<std::string>());
   // Files flowed between nodes, and every artifact is in out/nodes/<name>/ (real files, not symlinks).
   EXPECT_EQ(read_file(dir_ / "out/nodes/join/ab.txt"), "a\nb\n");
   EXPECT_EQ(read_file(dir_ / "out/nodes/gather/list.txt"), "per_size.size-1\nper_size.size-2\nper_size.size-4\n");
