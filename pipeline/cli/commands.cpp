@@ -382,6 +382,8 @@ int hw_command(const std::string& backend, bool as_json) {
   auto b = kernels::make_backend(backend);
   json info = b->hardware_info();
   info["mpi"] = mpi_launcher_info();   // the alltoall node's mpi transport; NCCL is under the cuda backend
+  // What hardware-bound nodes put into their cache keys, on every backend (docs/cli.md promises it).
+  info["fingerprint"] = b->fingerprint();
   if (as_json) {
     std::printf("%s\n", info.dump(2).c_str());
   } else {

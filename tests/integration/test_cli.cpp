@@ -488,6 +488,10 @@ TEST_F(CliTest, HwDescribesTheCpuBackend) {
   json j = json::parse(r.out);
   EXPECT_TRUE(j.is_object());
   EXPECT_FALSE(j.empty());
+  // The fingerprint the cache keys use, as docs/cli.md promises for every backend.
+  ASSERT_TRUE(j.contains("fingerprint")) << r.out;
+  EXPECT_TRUE(j["fingerprint"].contains("cpu_model")) << j["fingerprint"].dump();
+  EXPECT_TRUE(j["fingerprint"].contains("build_id")) << j["fingerprint"].dump();
   EXPECT_EQ(aispflow("hw --backend quantum").code, 2);
 }
 
