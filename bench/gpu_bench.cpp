@@ -92,6 +92,7 @@ int main(int argc, char** argv) {
 
   // ---- the targets, measured in this same run ----
   json checks = json::array();
+  json observations = json::array();   // figures worth seeing that are true by construction: not targets
   std::map<std::string, json> by_key;   // "provider|shape|dtype"
   for (const auto& r : records)
     by_key[r["provider"].get<std::string>() + "|" + r["shape"]["name"].get<std::string>() + "|" +
@@ -122,12 +123,13 @@ int main(int argc, char** argv) {
                           {"value", ratio},
                           {"detail", std::string(ratio <= 1.0 ? "faster or equal" : "slower by less than the noise") +
                                          " (sweep/top median ratio; noise allowance " + std::to_string(noise) + ")"}});
-        // Inside the sweep the heuristic's top choice is a finalist sampled in the same rounds as the winner.
+        // Inside the sweep the heuristic's top choice is a finalist sampled in the same rounds as the winner,
+        // and the winner is the fastest finalist: "winner <= top" holds by construction, so it is no target.
+        // The ratio is reported as an observation (how much the sweep gained in its own rounds).
         for (const auto& c : sweep["candidates"])
           if (c["heuristic_rank"] == 0 && c.contains("time_ms"))
-            checks.push_back({{"check", "sweep winner vs heuristic top in the same rounds, " + dtype + " " + shape},
-                              {"pass", median_of(sweep) <= c["time_ms"]["median"].get<double>()},
-                              {"value", median_of(sweep) / c["time_ms"]["median"].get<double>()}});
+            observations.push_back({{"observation", "sweep winner / heuristic top in the same rounds, " + dtype + " " + shape},
+                                    {"value", median_of(sweep) / c["time_ms"]["median"].get<double>()}});
       }
     }
   }
@@ -147,6 +149,7 @@ int main(int argc, char** argv) {
     }
   out["best_memory_ceiling"] = {{"name", best_memory}, {"value", best}};
   out["checks"] = checks;
+  out["observations"] = observations;
   std::cout << out.dump(2) << "\n";
 
   // ---- summary on stderr ----
@@ -176,6 +179,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "[%s] %s%s\n", pass ? "PASS" : "MISS", c["check"].get<std::string>().c_str(),
                  c.contains("value") ? (" (" + std::to_string(c["value"].get<double>()) + ")").c_str() : "");
   }
+  for (const auto& o : observations)
+    std::fprintf(stderr, "[info] %s (%f)\n", o["observation"].get<std::string>().c_str(), o["value"].get<double>());
   std::fprintf(stderr, "%d of %zu targets missed; %.1f s\n", failed, checks.size(), out["seconds"].get<double>());
   return 0;
 }

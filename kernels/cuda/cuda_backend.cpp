@@ -112,6 +112,14 @@ class CudaBackend final : public Backend {
       const std::size_t bytes =
           options.bandwidth_bytes > 0 ? std::size_t(options.bandwidth_bytes) : default_bandwidth_bytes();
       for (auto& c : cuda::measure_bandwidth(ctx.harness(), bytes, options.timing)) out.push_back(std::move(c));
+      // The levels of the GPU roofline above HBM: L2 (a working set inside it) and shared memory.
+      const long long l2 = sys_.devices[std::size_t(ctx.device())].l2_bytes;
+      if (l2 > 0)
+        out.push_back(cuda::measure_l2_read(ctx.harness(), std::size_t(l2), options.timing));
+      else
+        out.push_back({{"name", "l2.read"}, {"kind", "memory"}, {"level", "l2"}, {"unit", "GB/s"}, {"source", "measured"},
+                       {"status", "not measured"}, {"reason", "the device reports no L2 size"}});
+      out.push_back(cuda::measure_smem_read(ctx.harness(), options.timing));
       out.push_back(cuda::measure_fp32_fma(ctx.harness(), options.timing));
     }
     const std::vector<std::string> dtypes =

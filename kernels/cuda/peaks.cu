@@ -54,22 +54,31 @@ __global__ void triad_kernel(float4* __restrict__ a, const float4* __restrict__ 
   for (; i < n; i += stride) a[i] = triad(b[i], c[i]);
 }
 
-// Sums the array (so no load can be dropped) and writes one value per block: reads dominate completely.
-template <int U>
-__global__ void read_kernel(const float4* __restrict__ src, float* __restrict__ block_sums, std::int64_t n) {
+// Sums the array `passes` times (so no load can be dropped) and writes one value per block: reads dominate
+// completely. passes > 1 only for the L2 probe, whose working set stays resident between passes; it loads
+// with ld.global.cg (cached in L2, not in L1): a block re-reads the same slice each pass, and an SM's share of
+// the working set would fit its L1, which would then be measured instead.
+template <int U, bool kBypassL1 = false>
+__global__ void read_kernel(const float4* __restrict__ src, float* __restrict__ block_sums, std::int64_t n, int passes) {
+  auto load = [src](std::int64_t i) {
+    if constexpr (kBypassL1) return __ldcg(src + i);
+    else return src[i];
+  };
   const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
-  std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   float acc[U] = {};
-  for (; i + (U - 1) * stride < n; i += U * stride) {
-    float4 v[U];
+  for (int pass = 0; pass < passes; ++pass) {
+    std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    for (; i + (U - 1) * stride < n; i += U * stride) {
+      float4 v[U];
 #pragma unroll
-    for (int u = 0; u < U; ++u) v[u] = src[i + u * stride];
+      for (int u = 0; u < U; ++u) v[u] = load(i + u * stride);
 #pragma unroll
-    for (int u = 0; u < U; ++u) acc[u] += (v[u].x + v[u].y) + (v[u].z + v[u].w);
-  }
-  for (; i < n; i += stride) {
-    const float4 v = src[i];
-    acc[0] += (v.x + v.y) + (v.z + v.w);
+      for (int u = 0; u < U; ++u) acc[u] += (v[u].x + v[u].y) + (v[u].z + v[u].w);
+    }
+    for (; i < n; i += stride) {
+      const float4 v = load(i);
+      acc[0] += (v.x + v.y) + (v.z + v.w);
+    }
   }
   float sum = 0;
 #pragma unroll
@@ -83,6 +92,28 @@ __global__ void read_kernel(const float4* __restrict__ src, float* __restrict__ 
     for (unsigned w = 0; w < blockDim.x / 32; ++w) total += warp_sums[w];
     block_sums[blockIdx.x] = total;
   }
+}
+
+// ---- data with an exact sum (ExactPattern) -----------------------------------------------------------
+__host__ __device__ inline float pattern_value(std::uint64_t i, std::uint32_t seed, std::uint32_t max_value) {
+  std::uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ull ^ (std::uint64_t(seed) << 32 | seed);
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 29;
+  return float(1 + std::uint32_t(x % max_value));
+}
+
+__global__ void fill_pattern_kernel(float* __restrict__ out, std::int64_t n, std::uint32_t seed, std::uint32_t max_value) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += std::int64_t(gridDim.x) * blockDim.x)
+    out[i] = pattern_value(std::uint64_t(i), seed, max_value);
+}
+
+// Evaluates the closed form, never reading the array: the reference cannot share a fault with the data.
+__global__ void pattern_sum_kernel(std::int64_t n, std::uint32_t seed, std::uint32_t max_value, unsigned long long* sum) {
+  unsigned long long mine = 0;
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += std::int64_t(gridDim.x) * blockDim.x)
+    mine += static_cast<unsigned long long>(pattern_value(std::uint64_t(i), seed, max_value));
+  atomicAdd(sum, mine);
 }
 
 // ---- checks the bandwidth probes run before timing ---------------------------------------------------
@@ -117,36 +148,6 @@ __global__ void count_triad_errors_kernel(const float4* __restrict__ a, const fl
   if (mine) atomicAdd(bad, mine);
 }
 
-// The sum and the sum of magnitudes of the array in double: the read kernel's reference.
-__global__ void reference_sum_kernel(const float4* __restrict__ src, std::int64_t n, double* sums) {
-  double sum = 0, magnitude = 0;
-  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += std::int64_t(gridDim.x) * blockDim.x) {
-    const float4 v = src[i];
-    sum += double(v.x) + double(v.y) + double(v.z) + double(v.w);
-    magnitude += fabs(double(v.x)) + fabs(double(v.y)) + fabs(double(v.z)) + fabs(double(v.w));
-  }
-  atomicAdd(&sums[0], sum);
-  atomicAdd(&sums[1], magnitude);
-}
-
-// ---- fp32 FMA kernel -------------------------------------------------------------------------------
-// 8 independent dependency chains per thread hide the FMA latency; a and b are run-time values so the
-// compiler cannot fold the chains. Every thread writes its sum so nothing is dead code.
-constexpr int kFmaChains = 8;
-__global__ void fma_kernel(float* out, float a, float b, int iterations) {
-  float x[kFmaChains];
-#pragma unroll
-  for (int j = 0; j < kFmaChains; ++j) x[j] = float(threadIdx.x) * 1e-3f + float(j);
-  for (int i = 0; i < iterations; ++i) {
-#pragma unroll
-    for (int j = 0; j < kFmaChains; ++j) x[j] = fmaf(x[j], a, b);
-  }
-  float sum = 0;
-#pragma unroll
-  for (int j = 0; j < kFmaChains; ++j) sum += x[j];
-  out[std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x] = sum;
-}
-
 // ---- helpers ---------------------------------------------------------------------------------------
 struct LaunchShape {
   int unroll;
@@ -165,37 +166,58 @@ int sm_count(int device) {
   return sms;
 }
 
+unsigned blocks_of(const LaunchShape& shape, int sms, std::int64_t vectors) {
+  const std::int64_t per_block = std::int64_t(shape.threads) * shape.unroll;
+  return shape.blocks_per_sm > 0 ? unsigned(sms * shape.blocks_per_sm)
+                                 : unsigned(std::min<std::int64_t>((vectors + per_block - 1) / per_block, std::int64_t(1) << 31));
+}
+
+// The most floats one block of the read kernel adds up over all launch shapes: what the pattern's values
+// must keep below 2^24 for the block sums to be exact.
+std::uint64_t max_floats_per_block(int sms, std::int64_t vectors, int passes) {
+  std::uint64_t most = 0;
+  for (const auto& shape : kShapes) {
+    const std::uint64_t threads = std::uint64_t(blocks_of(shape, sms, vectors)) * std::uint64_t(shape.threads);
+    const std::uint64_t per_thread = (std::uint64_t(vectors) + threads - 1) / threads;
+    most = std::max(most, per_thread * std::uint64_t(shape.threads) * 4 * std::uint64_t(passes));
+  }
+  return most;
+}
+
 std::string wrong_values_text(std::uint64_t bad, std::size_t bytes) {
   return std::to_string(bad) + " of " + std::to_string(bytes / 4) + " values wrong";
 }
 
-// Runs one launch of a bandwidth kernel into a poisoned output and checks it against its definition:
-// copy b == a exactly, triad a == b + s*c, read: the block sums add up to the array's sum (fp32
-// accumulation, so within 1e-4 of the sum of magnitudes). Returns what was wrong, or nullopt.
+// One launch into poisoned block sums; they must add up to `want` exactly (ExactPattern: every partial sum
+// is an integer below 2^24, so fp32 loses nothing and the order of the additions does not matter).
 template <class Launch>
-std::optional<std::string> check_bandwidth_variant(OutputCheck& check, const std::string& kernel, Launch&& launch,
-                                                   cudaStream_t stream, const DeviceBuffer& a, const DeviceBuffer& b,
-                                                   const DeviceBuffer& c, const DeviceBuffer& block_sums,
-                                                   unsigned blocks, float triad_scale) {
+std::optional<std::string> check_read(OutputCheck& check, Launch&& launch, cudaStream_t stream,
+                                      const DeviceBuffer& block_sums, unsigned blocks, std::uint64_t want) {
+  check.poison(block_sums.get(), std::size_t(blocks) * sizeof(float));
+  launch(stream);
+  std::vector<float> sums(blocks);
+  AISPFLOW_CUDA_CHECK(cudaMemcpyAsync(sums.data(), block_sums.get(), sums.size() * sizeof(float),
+                                      cudaMemcpyDeviceToHost, stream));
+  AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
+  double got = 0;
+  for (float v : sums) got += v;
+  if (got != double(want))
+    return "block sums add up to " + std::to_string(got) + ", the data sums to exactly " + std::to_string(want);
+  return std::nullopt;
+}
+
+// Runs one launch of copy or triad into a poisoned output and checks it against its definition: copy
+// b == a exactly, triad a == b + s*c. Returns what was wrong, or nullopt.
+template <class Launch>
+std::optional<std::string> check_copy_or_triad(OutputCheck& check, bool copy, Launch&& launch, cudaStream_t stream,
+                                               const DeviceBuffer& a, const DeviceBuffer& b, const DeviceBuffer& c,
+                                               float triad_scale) {
   const std::size_t bytes = a.bytes();
-  if (kernel == "hbm.read") {
-    check.poison(block_sums.get(), std::size_t(blocks) * sizeof(float));
-    launch(stream);
-    std::vector<float> sums(blocks);
-    AISPFLOW_CUDA_CHECK(cudaMemcpyAsync(sums.data(), block_sums.get(), sums.size() * sizeof(float),
-                                        cudaMemcpyDeviceToHost, stream));
-    const auto [want, magnitude] = check.reference_sum(a.get(), bytes);  // synchronises the stream
-    double got = 0;
-    for (float v : sums) got += v;
-    if (!(std::abs(got - want) <= 1e-4 * magnitude))
-      return "block sums add up to " + std::to_string(got) + ", the array sums to " + std::to_string(want);
-    return std::nullopt;
-  }
-  const DeviceBuffer& output = kernel == "hbm.copy" ? b : a;
+  const DeviceBuffer& output = copy ? b : a;
   check.poison(output.get(), bytes);
   launch(stream);
-  const std::uint64_t bad = kernel == "hbm.copy" ? check.unequal(b.get(), a.get(), bytes)
-                                                 : check.triad_errors(a.get(), b.get(), c.get(), triad_scale, bytes);
+  const std::uint64_t bad = copy ? check.unequal(b.get(), a.get(), bytes)
+                                 : check.triad_errors(a.get(), b.get(), c.get(), triad_scale, bytes);
   if (bad) return wrong_values_text(bad, bytes);
   return std::nullopt;
 }
@@ -205,9 +227,12 @@ std::string describe(const LaunchShape& s, unsigned blocks) {
          std::to_string(s.threads) + " threads" + (s.blocks_per_sm > 0 ? " (grid-stride)" : " (one pass)");
 }
 
-std::string gib_text(std::size_t bytes) {
+std::string size_text(std::size_t bytes) {
   char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.2f GiB", double(bytes) / double(1ull << 30));
+  if (bytes >= (std::size_t(1) << 30))
+    std::snprintf(buffer, sizeof buffer, "%.2f GiB", double(bytes) / double(1ull << 30));
+  else
+    std::snprintf(buffer, sizeof buffer, "%.2f MiB", double(bytes) / double(1ull << 20));
   return buffer;
 }
 
@@ -223,9 +248,67 @@ void with_unroll(int unroll, Launch&& launch) {
   throw std::invalid_argument("unsupported unroll");
 }
 
-Ceiling bandwidth_ceiling(const std::string& name, double bytes, const Measurement& m, const std::string& method) {
+// Every launch shape of one bandwidth kernel: verified (`check` returns what was wrong), then timed; the best
+// is the ceiling and all are listed under "variants". No shape right: a failed ceiling without a number.
+struct VariantRun {
+  std::function<void(cudaStream_t, const LaunchShape&, unsigned)> launch;
+  std::function<std::optional<std::string>(const std::function<void(cudaStream_t)>&, unsigned)> check;
+};
+Ceiling best_of_shapes(Harness& harness, const TimingPolicy& timing, const std::string& name, const std::string& level,
+                       double bytes, std::int64_t vectors, const std::string& what, const VariantRun& run) {
+  const int sms = sm_count(harness.device());
+  nlohmann::json variants = nlohmann::json::array();
+  std::optional<Measurement> best;
+  std::string best_method;
+  for (const auto& shape : kShapes) {
+    const unsigned blocks = blocks_of(shape, sms, vectors);
+    const std::function<void(cudaStream_t)> launch = [&](cudaStream_t s) { run.launch(s, shape, blocks); };
+    // Verified before it is timed: one launch into a poisoned output, checked against the definition.
+    if (auto wrong = run.check(launch, blocks)) {
+      variants.push_back({{"config", describe(shape, blocks)}, {"status", "failed"}, {"reason", *wrong}});
+      continue;
+    }
+    Measurement m = harness.time(timing, launch);
+    const double gbs = bytes / (m.stats.median_ms * 1e-3) / 1e9;
+    variants.push_back({{"config", describe(shape, blocks)}, {"gb_per_s", gbs}, {"stdrel", m.stats.stdrel}});
+    if (!best || m.stats.median_ms < best->stats.median_ms) {
+      best = std::move(m);
+      best_method = describe(shape, blocks);
+    }
+  }
+  if (!best)   // no variant computed the right thing: a failed ceiling, without a number
+    return {{"name", name}, {"kind", "memory"}, {"level", level}, {"unit", "GB/s"}, {"source", "measured"},
+            {"status", "failed"}, {"reason", "every launch shape gave wrong results"}, {"variants", variants}};
+  Ceiling ceiling = measured_bandwidth_ceiling(name, level, bytes, *best,
+                                               "float4 kernel, " + best_method + ", " + what + "; best of the variants");
+  ceiling["variants"] = variants;
+  ceiling["verified"] = true;
+  if (!best->warnings.empty()) ceiling["warnings"] = best->warnings;
+  return ceiling;
+}
+
+// The read kernel with a sabotage applied (tests only): half the data, or zeroed block sums afterwards.
+void launch_read(cudaStream_t s, const LaunchShape& shape, unsigned blocks, const DeviceBuffer& data,
+                 const DeviceBuffer& block_sums, std::int64_t vectors, int passes, Sabotage sabotage) {
+  const std::int64_t n = sabotage == Sabotage::read_half ? vectors / 2 : vectors;
+  with_unroll(shape.unroll, [&]<int U>() {
+    if (passes > 1)
+      read_kernel<U, true><<<blocks, shape.threads, 0, s>>>(data.as<float4>(), block_sums.as<float>(), n, passes);
+    else
+      read_kernel<U><<<blocks, shape.threads, 0, s>>>(data.as<float4>(), block_sums.as<float>(), n, passes);
+  });
+  AISPFLOW_CUDA_CHECK_LAUNCH();
+  if (sabotage == Sabotage::zero_block_sums)
+    AISPFLOW_CUDA_CHECK(cudaMemsetAsync(block_sums.get(), 0, std::size_t(blocks) * sizeof(float), s));
+}
+
+}  // namespace
+
+Ceiling measured_bandwidth_ceiling(const std::string& name, const std::string& level, double bytes,
+                                   const Measurement& m, const std::string& method) {
   return {{"name", name},
           {"kind", "memory"},
+          {"level", level},
           {"unit", "GB/s"},
           {"value", bytes / (m.stats.median_ms * 1e-3) / 1e9},
           {"source", "measured"},
@@ -236,9 +319,28 @@ Ceiling bandwidth_ceiling(const std::string& name, double bytes, const Measureme
           {"timing", m.timing_json()}};
 }
 
-}  // namespace
+void ExactPattern::fill(void* data, std::size_t bytes, cudaStream_t stream) const {
+  fill_pattern_kernel<<<1024, 256, 0, stream>>>(static_cast<float*>(data), std::int64_t(bytes / 4), seed, max_value);
+  AISPFLOW_CUDA_CHECK_LAUNCH();
+}
 
-OutputCheck::OutputCheck(cudaStream_t stream) : stream_(stream), scratch_(2 * sizeof(double)) {
+std::uint64_t ExactPattern::sum(std::size_t bytes, cudaStream_t stream) const {
+  DeviceBuffer total(sizeof(unsigned long long));
+  AISPFLOW_CUDA_CHECK(cudaMemsetAsync(total.get(), 0, total.bytes(), stream));
+  pattern_sum_kernel<<<1024, 256, 0, stream>>>(std::int64_t(bytes / 4), seed, max_value, total.as<unsigned long long>());
+  AISPFLOW_CUDA_CHECK_LAUNCH();
+  unsigned long long host = 0;
+  AISPFLOW_CUDA_CHECK(cudaMemcpyAsync(&host, total.get(), sizeof host, cudaMemcpyDeviceToHost, stream));
+  AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return host;
+}
+
+std::uint32_t ExactPattern::max_value_for(std::uint64_t values) {
+  if (values == 0) return 8;
+  return std::uint32_t(std::min<std::uint64_t>(8, ((std::uint64_t(1) << 24) - 1) / values));
+}
+
+OutputCheck::OutputCheck(cudaStream_t stream) : stream_(stream), scratch_(sizeof(unsigned long long)) {
   int device = 0;
   AISPFLOW_CUDA_CHECK(cudaGetDevice(&device));
   blocks_ = unsigned(sm_count(device) * 4);
@@ -273,27 +375,24 @@ std::uint64_t OutputCheck::triad_errors(const void* a, const void* b, const void
   });
 }
 
-std::pair<double, double> OutputCheck::reference_sum(const void* data, std::size_t bytes) {
-  AISPFLOW_CUDA_CHECK(cudaMemsetAsync(scratch_.get(), 0, scratch_.bytes(), stream_));
-  reference_sum_kernel<<<blocks_, 256, 0, stream_>>>(static_cast<const float4*>(data), std::int64_t(bytes / 16),
-                                                     scratch_.as<double>());
-  AISPFLOW_CUDA_CHECK_LAUNCH();
-  double sums[2];
-  AISPFLOW_CUDA_CHECK(cudaMemcpyAsync(sums, scratch_.get(), sizeof sums, cudaMemcpyDeviceToHost, stream_));
-  AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  return {sums[0], sums[1]};
-}
-
-std::vector<Ceiling> measure_bandwidth(Harness& harness, std::size_t array_bytes, const TimingPolicy& timing) {
+std::vector<Ceiling> measure_bandwidth(Harness& harness, std::size_t array_bytes, const TimingPolicy& timing,
+                                       Sabotage sabotage) {
   ScopedDevice on(harness.device());
   const cudaStream_t stream = harness.stream();
   array_bytes = std::max<std::size_t>(array_bytes / 16 * 16, 16);
   const std::int64_t vectors = std::int64_t(array_bytes / 16);
-  DeviceBuffer a(array_bytes), b(array_bytes), c(array_bytes);
-  // Random contents, never zeros: nothing in the memory system gets to treat the data as special.
-  for (auto* buffer : {&a, &b, &c})
-    fill_random(buffer->get(), Elem::f32, std::int64_t(array_bytes / 4), std::uint64_t(buffer->bytes()) + 7, stream);
   const int sms = sm_count(harness.device());
+  DeviceBuffer a(array_bytes), b(array_bytes), c(array_bytes);
+  // Three different contents, never zeros: a copy from the wrong array or a triad reading one operand twice
+  // cannot pass, and nothing in the memory system gets to treat the data as special. `a` holds small
+  // integers with an exact sum (the read probe's reference), b and c random floats of different seeds.
+  ExactPattern pattern;
+  pattern.max_value = ExactPattern::max_value_for(max_floats_per_block(sms, vectors, 1));
+  if (pattern.max_value == 0)
+    throw std::invalid_argument("bandwidth arrays of " + size_text(array_bytes) + " are too large for an exact read check");
+  pattern.fill(a.get(), array_bytes, stream);
+  fill_random(b.get(), Elem::f32, std::int64_t(array_bytes / 4), 0xb0b, stream);
+  fill_random(c.get(), Elem::f32, std::int64_t(array_bytes / 4), 0xc0c, stream);
   // One partial sum per block of the read kernel; the one-pass variants have the most blocks.
   DeviceBuffer block_sums(std::size_t(vectors / 256 + std::int64_t(sms) * 64 + 1) * sizeof(float));
   AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -310,104 +409,98 @@ std::vector<Ceiling> measure_bandwidth(Harness& harness, std::size_t array_bytes
     throw std::runtime_error("cudaMemcpyAsync device-to-device copied wrong data (" + wrong_values_text(bad, array_bytes) +
                              "): no bandwidth figure of this GPU can be trusted");
   const Measurement memcpy_m = harness.time(timing, memcpy_launch);
-  Ceiling memcpy_ceiling = bandwidth_ceiling("hbm.memcpy_d2d", 2.0 * double(array_bytes), memcpy_m,
-                                             "cudaMemcpyAsync device-to-device of " + gib_text(array_bytes) +
-                                                 ", bytes = read + write");
+  Ceiling memcpy_ceiling = measured_bandwidth_ceiling("hbm.memcpy_d2d", "hbm", 2.0 * double(array_bytes), memcpy_m,
+                                                      "cudaMemcpyAsync device-to-device of " + size_text(array_bytes) +
+                                                          ", bytes = read + write");
   memcpy_ceiling["verified"] = true;
   const double memcpy_gbs = memcpy_ceiling["value"].get<double>();
+  // b is a's copy now: refill it so b, c and a differ again before the copy and triad checks.
+  fill_random(b.get(), Elem::f32, std::int64_t(array_bytes / 4), 0xb0b, stream);
   constexpr float kTriadScale = 1.5f;
+  const std::string arrays = "arrays of " + size_text(array_bytes);
 
-  struct Kernel {
-    const char* name;
-    double bytes_factor;
-    const char* counted;
-  };
-  const Kernel kernels[] = {{"hbm.copy", 2.0, "bytes = read + write"},
-                            {"hbm.triad", 3.0, "a = b + s*c, bytes = 2 reads + 1 write"},
-                            {"hbm.read", 1.0, "sum reduction, bytes = reads (one float per block written)"}};
-  for (const auto& k : kernels) {
-    const double bytes = k.bytes_factor * double(array_bytes);
-    nlohmann::json variants = nlohmann::json::array();
-    std::optional<Measurement> best;
-    std::string best_method;
-    for (const auto& shape : kShapes) {
-      const std::int64_t per_block = std::int64_t(shape.threads) * shape.unroll;
-      const unsigned blocks = shape.blocks_per_sm > 0 ? unsigned(sms * shape.blocks_per_sm)
-                                                      : unsigned(std::min<std::int64_t>((vectors + per_block - 1) / per_block,
-                                                                                        std::int64_t(1) << 31));
-      const std::string name = k.name;
-      auto launch = [&](cudaStream_t s) {
-        with_unroll(shape.unroll, [&]<int U>() {
-          if (name == "hbm.copy")
-            copy_kernel<U><<<blocks, shape.threads, 0, s>>>(a.as<float4>(), b.as<float4>(), vectors);
-          else if (name == "hbm.triad")
-            triad_kernel<U><<<blocks, shape.threads, 0, s>>>(a.as<float4>(), b.as<float4>(), c.as<float4>(),
-                                                                 kTriadScale, vectors);
-          else
-            read_kernel<U><<<blocks, shape.threads, 0, s>>>(a.as<float4>(), block_sums.as<float>(), vectors);
-        });
-        AISPFLOW_CUDA_CHECK_LAUNCH();
-      };
-      // Verified before it is timed: one launch into a poisoned output, checked on the device.
-      if (auto wrong = check_bandwidth_variant(check, name, launch, stream, a, b, c, block_sums, blocks, kTriadScale)) {
-        variants.push_back({{"config", describe(shape, blocks)}, {"status", "failed"}, {"reason", *wrong}});
-        continue;
-      }
-      Measurement m = harness.time(timing, launch);
-      const double gbs = bytes / (m.stats.median_ms * 1e-3) / 1e9;
-      variants.push_back({{"config", describe(shape, blocks)}, {"gb_per_s", gbs}, {"stdrel", m.stats.stdrel}});
-      if (!best || m.stats.median_ms < best->stats.median_ms) {
-        best = std::move(m);
-        best_method = describe(shape, blocks);
-      }
+  auto beside_memcpy = [&](Ceiling ceiling) {
+    if (ceiling.contains("value")) {
+      ceiling["memcpy_d2d_gb_per_s"] = memcpy_gbs;
+      ceiling["fraction_of_memcpy_d2d"] = ceiling["value"].get<double>() / memcpy_gbs;
     }
-    if (!best) {  // no variant computed the right thing: a failed ceiling, without a number
-      out.push_back({{"name", k.name}, {"kind", "memory"}, {"unit", "GB/s"}, {"source", "measured"},
-                     {"status", "failed"}, {"reason", "every launch shape gave wrong results"}, {"variants", variants}});
-      continue;
-    }
-    Ceiling ceiling = bandwidth_ceiling(k.name, bytes, *best,
-                                        std::string("float4 kernel, ") + best_method + ", arrays of " +
-                                            gib_text(array_bytes) + ", " + k.counted + "; best of the variants");
-    ceiling["variants"] = variants;
-    ceiling["verified"] = true;
-    ceiling["memcpy_d2d_gb_per_s"] = memcpy_gbs;
-    ceiling["fraction_of_memcpy_d2d"] = ceiling["value"].get<double>() / memcpy_gbs;
-    if (!best->warnings.empty()) ceiling["warnings"] = best->warnings;
     out.push_back(std::move(ceiling));
-  }
+  };
+  beside_memcpy(best_of_shapes(
+      harness, timing, "hbm.copy", "hbm", 2.0 * double(array_bytes), vectors, arrays + ", bytes = read + write",
+      {[&](cudaStream_t s, const LaunchShape& shape, unsigned blocks) {
+         const DeviceBuffer& source = sabotage == Sabotage::copy_wrong_source ? c : a;
+         with_unroll(shape.unroll, [&]<int U>() {
+           copy_kernel<U><<<blocks, shape.threads, 0, s>>>(source.as<float4>(), b.as<float4>(), vectors);
+         });
+         AISPFLOW_CUDA_CHECK_LAUNCH();
+       },
+       [&](const std::function<void(cudaStream_t)>& launch, unsigned) {
+         return check_copy_or_triad(check, true, launch, stream, a, b, c, kTriadScale);
+       }}));
+  beside_memcpy(best_of_shapes(
+      harness, timing, "hbm.triad", "hbm", 3.0 * double(array_bytes), vectors,
+      arrays + ", a = b + s*c, bytes = 2 reads + 1 write",
+      {[&](cudaStream_t s, const LaunchShape& shape, unsigned blocks) {
+         const DeviceBuffer& second = sabotage == Sabotage::triad_b_twice ? b : c;
+         with_unroll(shape.unroll, [&]<int U>() {
+           triad_kernel<U><<<blocks, shape.threads, 0, s>>>(a.as<float4>(), b.as<float4>(), second.as<float4>(),
+                                                                kTriadScale, vectors);
+         });
+         AISPFLOW_CUDA_CHECK_LAUNCH();
+       },
+       [&](const std::function<void(cudaStream_t)>& launch, unsigned) {
+         return check_copy_or_triad(check, false, launch, stream, a, b, c, kTriadScale);
+       }}));
+  // The triad overwrote a: the pattern again, and its sum from the closed form.
+  pattern.fill(a.get(), array_bytes, stream);
+  const std::uint64_t want = pattern.sum(array_bytes, stream);
+  beside_memcpy(best_of_shapes(
+      harness, timing, "hbm.read", "hbm", double(array_bytes), vectors,
+      arrays + ", sum reduction, bytes = reads (one float per block written)",
+      {[&](cudaStream_t s, const LaunchShape& shape, unsigned blocks) {
+         launch_read(s, shape, blocks, a, block_sums, vectors, 1, sabotage);
+       },
+       [&](const std::function<void(cudaStream_t)>& launch, unsigned blocks) {
+         return check_read(check, launch, stream, block_sums, blocks, want);
+       }}));
   if (!memcpy_m.warnings.empty()) memcpy_ceiling["warnings"] = memcpy_m.warnings;
   out.push_back(std::move(memcpy_ceiling));
   return out;
 }
 
-Ceiling measure_fp32_fma(Harness& harness, const TimingPolicy& timing) {
+Ceiling measure_l2_read(Harness& harness, std::size_t l2_bytes, const TimingPolicy& timing, Sabotage sabotage) {
   ScopedDevice on(harness.device());
+  const cudaStream_t stream = harness.stream();
+  // A quarter of the L2: resident whatever the partitioning and the replacement policy do. The loads bypass
+  // L1 (read_kernel<U, true>), so repeated passes are served by L2.
+  const std::size_t working_set = std::max<std::size_t>(l2_bytes / 4 / 16 * 16, 16);
+  const std::int64_t vectors = std::int64_t(working_set / 16);
   const int sms = sm_count(harness.device());
-  constexpr int kThreads = 256, kBlocksPerSm = 8, kIterations = 8192;
-  const unsigned blocks = unsigned(sms * kBlocksPerSm);
-  DeviceBuffer out(std::size_t(blocks) * kThreads * sizeof(float));
+  // About 1 GiB read per launch (tens of microseconds), so launch gaps do not count.
+  int passes = int(std::clamp<std::size_t>((std::size_t(1) << 30) / working_set, 1, 1024));
+  while (passes > 1 && ExactPattern::max_value_for(max_floats_per_block(sms, vectors, passes)) == 0) passes /= 2;
+  ExactPattern pattern;
+  pattern.seed = 0x12;
+  pattern.max_value = ExactPattern::max_value_for(max_floats_per_block(sms, vectors, passes));
+  if (pattern.max_value == 0) throw std::logic_error("l2.read: no exact pattern for this working set");
+  DeviceBuffer data(working_set);
+  pattern.fill(data.get(), working_set, stream);
+  const std::uint64_t want = std::uint64_t(passes) * pattern.sum(working_set, stream);
+  DeviceBuffer block_sums(std::size_t(vectors / 256 + std::int64_t(sms) * 64 + 1) * sizeof(float));
+  OutputCheck check(stream);
   TimingPolicy policy = timing;
-  policy.flush_cache = false;   // no memory traffic to speak of
-  const Measurement m = harness.time(policy, [&](cudaStream_t s) {
-    fma_kernel<<<blocks, kThreads, 0, s>>>(out.as<float>(), 0.999999f, 1e-6f, kIterations);
-    AISPFLOW_CUDA_CHECK_LAUNCH();
-  });
-  const double flops = 2.0 * kFmaChains * double(kIterations) * double(blocks) * kThreads;
-  Ceiling c = {{"name", "cuda_core.fp32"},
-               {"kind", "compute"},
-               {"unit", "TFLOP/s"},
-               {"dtype", "fp32"},
-               {"value", flops / (m.stats.median_ms * 1e-3) / 1e12},
-               {"source", "measured"},
-               {"method", "FMA kernel: " + std::to_string(kFmaChains) + " independent chains per thread, " +
-                              std::to_string(blocks) + " blocks x " + std::to_string(kThreads) +
-                              " threads, 2 FLOP per FMA"},
-               {"time_ms", m.stats.to_json()},
-               {"samples", m.stats.samples},
-               {"timing", m.timing_json()}};
-  if (!m.warnings.empty()) c["warnings"] = m.warnings;
-  return c;
+  policy.flush_cache = false;   // the point: the working set stays in L2 between samples too
+  return best_of_shapes(
+      harness, policy, "l2.read", "l2", double(working_set) * passes, vectors,
+      "working set of " + size_text(working_set) + " (a quarter of the " + size_text(l2_bytes) + " L2) read " +
+          std::to_string(passes) + " times per launch, L2 not flushed, sum reduction, bytes = reads",
+      {[&](cudaStream_t s, const LaunchShape& shape, unsigned blocks) {
+         launch_read(s, shape, blocks, data, block_sums, vectors, passes, sabotage);
+       },
+       [&](const std::function<void(cudaStream_t)>& launch, unsigned blocks) {
+         return check_read(check, launch, stream, block_sums, blocks, want);
+       }});
 }
 
 std::vector<Ceiling> measure_p2p(std::size_t bytes, const TimingPolicy& timing) {
@@ -475,14 +568,14 @@ std::vector<Ceiling> measure_p2p(std::size_t bytes, const TimingPolicy& timing) 
       };
 
       // The copy engines work between any two GPUs (staged through the host without peer access).
-      out.push_back(ceiling("p2p.copy_engine." + pair, "cudaMemcpyPeerAsync of " + gib_text(bytes),
+      out.push_back(ceiling("p2p.copy_engine." + pair, "cudaMemcpyPeerAsync of " + size_text(bytes),
                             verified_measurement(on_from, [&](cudaStream_t s) {
                               AISPFLOW_CUDA_CHECK(cudaMemcpyPeerAsync(dst[std::size_t(to)].get(), to,
                                                                       src[std::size_t(from)].get(), from, bytes, s));
                             })));
       const std::string kernel_name = "p2p.kernel_read." + pair;
       const std::string kernel_method = "copy kernel on GPU " + std::to_string(to) + " reading GPU " +
-                                        std::to_string(from) + "'s memory, " + gib_text(bytes) + " crossing the link";
+                                        std::to_string(from) + "'s memory, " + size_text(bytes) + " crossing the link";
       int can = 0;
       AISPFLOW_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, to, from));
       if (!can) {

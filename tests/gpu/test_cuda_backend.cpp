@@ -12,10 +12,12 @@ TEST(CudaBackend, NotBuilt) { GTEST_SKIP() << "no CUDA device: this aispflow was
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "kernels/common/backend.hpp"
 #include "kernels/common/verify.hpp"
+#include "kernels/cuda/candidate_search.hpp"
 #include "kernels/cuda/context.hpp"
 #include "kernels/cuda/cublaslt_gemm.hpp"
 #include "kernels/cuda/cublaslt_provider.hpp"
@@ -145,6 +147,20 @@ TEST(CudaDatasheet, MatchesByName) {
   EXPECT_TRUE(datasheet_ceilings_for("NVIDIA GH200 480GB").empty());
   EXPECT_TRUE(datasheet_ceilings_for("NVIDIA GeForce RTX 4090").empty());
   for (const auto& c : sxm) EXPECT_EQ(c["source"], "datasheet");
+}
+
+// The read probes' exactness bound: every partial sum of ExactPattern values stays below 2^24.
+TEST(CudaPeaks, ExactPatternKeepsSumsBelowTwoToThe24) {
+  EXPECT_EQ(ExactPattern::max_value_for(0), 8u);
+  EXPECT_EQ(ExactPattern::max_value_for(1000), 8u);
+  const std::uint64_t limit = std::uint64_t(1) << 24;
+  for (std::uint64_t values : {std::uint64_t(1) << 21, (std::uint64_t(1) << 21) + 1, std::uint64_t(3000000),
+                               std::uint64_t(1) << 23, (std::uint64_t(1) << 24) - 1}) {
+    const std::uint32_t m = ExactPattern::max_value_for(values);
+    EXPECT_LT(values * m, limit) << values;
+    EXPECT_GE(values * (m + 1), m == 8 ? 0 : limit) << values;   // the largest such value (capped at 8)
+  }
+  EXPECT_EQ(ExactPattern::max_value_for(std::uint64_t(1) << 24), 0u);
 }
 
 // ---- on a GPU ------------------------------------------------------------------------------------------
@@ -435,7 +451,9 @@ TEST_F(CudaGpu, BackendDescribesTheMachine) {
   EXPECT_EQ(backend->provider("no.such.provider"), nullptr);
 }
 
-// NCCL loads and works: a sum all-reduce over every GPU of random data, checked on the host.
+// NCCL loads and works: an out-of-place sum all-reduce over every GPU, each rank contributing different
+// data, checked on the host against the sum of what the ranks sent. The output is poisoned with NaN first,
+// so with one GPU too an all-reduce that did nothing fails; the same check is fed that do-nothing case.
 TEST_F(CudaGpu, NcclAllReduceOverEveryGpuIsExact) {
 #if !AISPFLOW_HAS_NCCL_HEADER
   GTEST_SKIP() << "this build found no nccl.h";
@@ -448,40 +466,67 @@ TEST_F(CudaGpu, NcclAllReduceOverEveryGpuIsExact) {
   const std::size_t count = std::size_t(1) << 20;
   std::vector<int> devices(gpus);
   std::vector<ncclComm_t> comms(gpus);
-  std::vector<float*> buffers(gpus, nullptr);
+  std::vector<float*> send(gpus, nullptr), receive(gpus, nullptr);
   std::vector<cudaStream_t> streams(gpus);
   std::vector<double> expected(count, 0.0);
+  std::vector<std::vector<float>> contributed(gpus);
   for (int g = 0; g < gpus; ++g) {
     devices[g] = g;
-    // Small integers: every partial sum is exact in fp32, so the comparison can demand equality.
+    // Small integers, a different stream of them per rank: every partial sum is exact in fp32, so the
+    // comparison can demand equality, and a rank's data left out (or counted twice) shows.
     std::mt19937 rng(1234 + g);
     std::uniform_int_distribution<int> value(-64, 64);
-    std::vector<float> host(count);
-    for (std::size_t i = 0; i < count; ++i) expected[i] += host[i] = float(value(rng));
+    contributed[g].resize(count);
+    for (std::size_t i = 0; i < count; ++i) expected[i] += contributed[g][i] = float(value(rng));
     ASSERT_EQ(cudaSetDevice(g), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(&buffers[g], count * sizeof(float)), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(buffers[g], host.data(), count * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&send[g], count * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&receive[g], count * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(send[g], contributed[g].data(), count * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
     ASSERT_EQ(cudaStreamCreate(&streams[g]), cudaSuccess);
   }
+  // Elements of GPU g's output that differ from the sum of the contributions (NaN never equals).
+  auto wrong_on = [&](int g) {
+    EXPECT_EQ(cudaSetDevice(g), cudaSuccess);
+    EXPECT_EQ(cudaStreamSynchronize(streams[g]), cudaSuccess);
+    std::vector<float> result(count);
+    EXPECT_EQ(cudaMemcpy(result.data(), receive[g], count * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < count; ++i) wrong += !(double(result[i]) == expected[i]);
+    return wrong;
+  };
+  auto poison_outputs = [&] {
+    for (int g = 0; g < gpus; ++g) {
+      ASSERT_EQ(cudaSetDevice(g), cudaSuccess);
+      ASSERT_EQ(cudaMemset(receive[g], 0xff, count * sizeof(float)), cudaSuccess);
+    }
+  };
+  // The broken case first: an all-reduce that does nothing leaves the poison, and the check says so.
+  poison_outputs();
+  for (int g = 0; g < gpus; ++g) EXPECT_EQ(wrong_on(g), count) << "a do-nothing all-reduce passed on GPU " << g;
+
+  poison_outputs();
   nccl.check(nccl.api().comm_init_all(comms.data(), gpus, devices.data()), "ncclCommInitAll");
   nccl.check(nccl.api().group_start(), "ncclGroupStart");
   for (int g = 0; g < gpus; ++g)
-    nccl.check(nccl.api().all_reduce(buffers[g], buffers[g], count, ncclFloat, ncclSum, comms[g], streams[g]),
+    nccl.check(nccl.api().all_reduce(send[g], receive[g], count, ncclFloat, ncclSum, comms[g], streams[g]),
                "ncclAllReduce");
   nccl.check(nccl.api().group_end(), "ncclGroupEnd");
   for (int g = 0; g < gpus; ++g) {
+    EXPECT_EQ(wrong_on(g), 0u) << "GPU " << g;
+    // Out of place: the input is left as the rank sent it.
+    std::vector<float> input(count);
+    ASSERT_EQ(cudaMemcpy(input.data(), send[g], count * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(input, contributed[g]) << "GPU " << g;
+  }
+  for (int g = 0; g < gpus; ++g) {
     ASSERT_EQ(cudaSetDevice(g), cudaSuccess);
-    ASSERT_EQ(cudaStreamSynchronize(streams[g]), cudaSuccess);
-    std::vector<float> result(count);
-    ASSERT_EQ(cudaMemcpy(result.data(), buffers[g], count * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
-    std::size_t wrong = 0;
-    for (std::size_t i = 0; i < count; ++i) wrong += double(result[i]) != expected[i];
-    EXPECT_EQ(wrong, 0u) << "GPU " << g;
     nccl.api().comm_destroy(comms[g]);
     cudaStreamDestroy(streams[g]);
-    cudaFree(buffers[g]);
+    cudaFree(send[g]);
+    cudaFree(receive[g]);
   }
-  std::printf("NCCL %s: all-reduce of %zu floats over %d GPU(s) exact\n", nccl.version()->c_str(), count, gpus);
+  std::printf("NCCL %s: out-of-place all-reduce of %zu floats over %d GPU(s) exact\n", nccl.version()->c_str(), count,
+              gpus);
 #endif
 }
 
@@ -513,14 +558,123 @@ TEST_F(CudaGpu, BandwidthChecksCatchWrongOutputs) {
   ASSERT_EQ(cudaMemcpy(a.get(), ha.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
   EXPECT_EQ(check.triad_errors(a.get(), b.get(), c.get(), 1.5f, bytes), 1u);
 
-  double sum = 0, magnitude = 0;
-  for (float v : hb) {
-    sum += v;
-    magnitude += std::abs(v);
+}
+
+// ExactPattern: small positive integers whose closed-form sum matches the data actually written.
+TEST_F(CudaGpu, ExactPatternSumMatchesItsData) {
+  const std::size_t bytes = std::size_t(1) << 20;
+  DeviceBuffer data(bytes);
+  ExactPattern pattern;
+  pattern.seed = 99;
+  pattern.max_value = 8;
+  pattern.fill(data.get(), bytes, nullptr);
+  std::vector<float> host(bytes / 4);
+  ASSERT_EQ(cudaMemcpy(host.data(), data.get(), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  std::uint64_t sum = 0;
+  std::set<float> seen;
+  for (float v : host) {
+    ASSERT_EQ(v, std::floor(v));
+    ASSERT_GE(v, 1.0f);
+    ASSERT_LE(v, 8.0f);
+    sum += std::uint64_t(v);
+    seen.insert(v);
   }
-  const auto [got_sum, got_magnitude] = check.reference_sum(b.get(), bytes);
-  EXPECT_NEAR(got_sum, sum, 1e-9 * magnitude);
-  EXPECT_NEAR(got_magnitude, magnitude, 1e-9 * magnitude);
+  EXPECT_EQ(seen.size(), 8u) << "every value 1..8 should occur";
+  EXPECT_EQ(pattern.sum(bytes, nullptr), sum);
+  ExactPattern other = pattern;
+  other.seed = 100;
+  EXPECT_NE(other.sum(bytes, nullptr), sum) << "a different seed must give different data";
+}
+
+// Every probe's check fails on its broken case, and the ceiling is then `failed`, without a number and
+// never timed; the same probes unsabotaged are verified.
+TEST_F(CudaGpu, EveryProbeCheckFailsOnItsBrokenCase) {
+  Harness& harness = ctx().harness();
+  const TimingPolicy timing = quick();
+  const std::size_t array = std::size_t(64) << 20;
+  const std::size_t l2 = std::size_t(system_info().devices.front().l2_bytes);
+  auto find = [](const std::vector<Ceiling>& cs, const std::string& name) {
+    for (const auto& c : cs)
+      if (c["name"] == name) return c;
+    ADD_FAILURE() << "no ceiling " << name;
+    return Ceiling{};
+  };
+  auto expect_failed = [](const Ceiling& c, const std::string& why) {
+    SCOPED_TRACE(why);
+    EXPECT_EQ(c.value("status", ""), "failed") << c.dump();
+    EXPECT_FALSE(c.contains("value")) << c.dump();
+    EXPECT_FALSE(c.contains("time_ms")) << "a failed probe must never be timed";
+    EXPECT_FALSE(c.value("verified", false));
+    if (c.contains("variants"))
+      for (const auto& v : c["variants"]) {
+        EXPECT_EQ(v.value("status", ""), "failed") << v.dump();
+        EXPECT_FALSE(v.contains("gb_per_s")) << v.dump();
+      }
+  };
+  auto expect_verified = [](const Ceiling& c) {
+    EXPECT_TRUE(c.value("verified", false)) << c.dump();
+    EXPECT_GT(c.value("value", 0.0), 0.0) << c.dump();
+  };
+
+  const auto clean = measure_bandwidth(harness, array, timing);
+  for (const char* name : {"hbm.copy", "hbm.triad", "hbm.read", "hbm.memcpy_d2d"}) {
+    expect_verified(find(clean, name));
+    EXPECT_EQ(find(clean, name)["level"], "hbm");
+  }
+  expect_failed(find(measure_bandwidth(harness, array, timing, Sabotage::read_half), "hbm.read"), "hbm.read reads half");
+  expect_failed(find(measure_bandwidth(harness, array, timing, Sabotage::zero_block_sums), "hbm.read"),
+                "hbm.read writes zero block sums");
+  expect_failed(find(measure_bandwidth(harness, array, timing, Sabotage::copy_wrong_source), "hbm.copy"),
+                "hbm.copy copies c instead of a");
+  expect_failed(find(measure_bandwidth(harness, array, timing, Sabotage::triad_b_twice), "hbm.triad"),
+                "hbm.triad reads b twice");
+
+  const Ceiling l2_read = measure_l2_read(harness, l2, timing);
+  expect_verified(l2_read);
+  EXPECT_EQ(l2_read["level"], "l2");
+  expect_failed(measure_l2_read(harness, l2, timing, Sabotage::read_half), "l2.read reads half");
+  expect_failed(measure_l2_read(harness, l2, timing, Sabotage::zero_block_sums), "l2.read writes zero block sums");
+
+  const Ceiling smem = measure_smem_read(harness, timing);
+  expect_verified(smem);
+  EXPECT_EQ(smem["level"], "smem");
+  expect_failed(measure_smem_read(harness, timing, Sabotage::read_half), "smem.read reads half the passes");
+  expect_failed(measure_smem_read(harness, timing, Sabotage::zero_block_sums), "smem.read writes zero block sums");
+
+  expect_verified(measure_fp32_fma(harness, timing));
+  expect_failed(measure_fp32_fma(harness, timing, Sabotage::fma_noop), "FMA kernel never launched");
+  expect_failed(measure_fp32_fma(harness, timing, Sabotage::fma_half), "FMA kernel runs half the iterations");
+  std::printf("l2.read %.0f GB/s, smem.read %.0f GB/s (verified; every sabotaged probe failed untimed)\n",
+              l2_read["value"].get<double>(), smem["value"].get<double>());
+}
+
+// A cuBLASLt candidate right on the first operand copy but wrong on the last is `failed` and never timed,
+// and the search picks the candidate that is right on every copy.
+TEST_F(CudaGpu, CandidateWrongOnTheLastCopyFailsUntimed) {
+  const auto spec = *lt_dtype("bf16");
+  GemmProblem problem(shape_of(256, 256, 512), spec, 42, ctx().stream(), /*copies=*/3);
+  ASSERT_EQ(problem.copies(), 3);
+  LtPlan plan(ctx(), problem);
+  const auto heuristics = plan.candidates(1);
+  ASSERT_FALSE(heuristics.empty());
+  const cublasLtMatmulAlgo_t algo = heuristics.front().algo;
+  std::vector<SearchCandidate> candidates(2);
+  candidates[0].kernel = "first copy only";
+  candidates[0].launch = [&](cudaStream_t s, int copy) {
+    if (copy == 0) plan.run(algo, s, copy);   // the other copies' outputs keep their poison
+  };
+  candidates[1].kernel = "every copy";
+  candidates[1].launch = [&](cudaStream_t s, int copy) { plan.run(algo, s, copy); };
+  const auto winner = run_candidate_search(candidates, problem, ctx().harness(), quick());
+  ASSERT_TRUE(winner.has_value());
+  EXPECT_EQ(*winner, 1u);
+  EXPECT_EQ(candidates[0].status, "failed");
+  EXPECT_FALSE(candidates[0].verified);
+  EXPECT_FALSE(candidates[0].screen.has_value());
+  EXPECT_FALSE(candidates[0].full.has_value());
+  EXPECT_NE(candidates[0].reason.find("operand copy 2"), std::string::npos) << candidates[0].reason;
+  EXPECT_TRUE(candidates[1].verified);
+  EXPECT_TRUE(candidates[1].full.has_value());
 }
 
 TEST_F(CudaGpu, PeaksAreMeasuredBesideMemcpy) {
@@ -536,18 +690,28 @@ TEST_F(CudaGpu, PeaksAreMeasuredBesideMemcpy) {
     EXPECT_TRUE(c.contains("value")) << c.dump();
     if (c.contains("value")) value[c["name"].get<std::string>()] = c["value"].get<double>();
   }
-  for (const char* name : {"hbm.copy", "hbm.triad", "hbm.read", "hbm.memcpy_d2d", "cuda_core.fp32", "tensor.bf16"})
+  for (const char* name : {"hbm.copy", "hbm.triad", "hbm.read", "hbm.memcpy_d2d", "l2.read", "smem.read",
+                           "cuda_core.fp32", "tensor.bf16"})
     EXPECT_GT(value[name], 0.0) << name;
   for (const auto& c : ceilings) {
-    if (c["name"].get<std::string>().rfind("hbm.", 0) == 0 || c["kind"] == "interconnect") {
+    // Every measured figure was checked before it was timed; memory ceilings name their level.
+    if (c.contains("value")) {
       EXPECT_EQ(c.value("verified", false), true) << c.dump();
     }
+    if (c["kind"] == "memory") {
+      EXPECT_TRUE(c.contains("level")) << c.dump();
+    }
   }
+  // The memory hierarchy in order: shared memory above L2 above HBM.
+  EXPECT_GT(value["l2.read"], value["hbm.read"]);
+  EXPECT_GT(value["smem.read"], value["l2.read"]);
   // Loose sanity bound here; the 97 % target is checked and recorded by bench/gpu_bench.
   EXPECT_GT(value["hbm.copy"], 0.8 * value["hbm.memcpy_d2d"]);
-  std::printf("copy %.0f GB/s, memcpy %.0f GB/s (%.1f %%), triad %.0f, read %.0f, fp32 FMA %.1f TFLOP/s, bf16 %.0f TFLOP/s\n",
+  std::printf("copy %.0f GB/s, memcpy %.0f GB/s (%.1f %%), triad %.0f, read %.0f, l2.read %.0f, smem.read %.0f, "
+              "fp32 FMA %.1f TFLOP/s, bf16 %.0f TFLOP/s\n",
               value["hbm.copy"], value["hbm.memcpy_d2d"], 100 * value["hbm.copy"] / value["hbm.memcpy_d2d"],
-              value["hbm.triad"], value["hbm.read"], value["cuda_core.fp32"], value["tensor.bf16"]);
+              value["hbm.triad"], value["hbm.read"], value["l2.read"], value["smem.read"], value["cuda_core.fp32"],
+              value["tensor.bf16"]);
 }
 
 }  // namespace
