@@ -3,13 +3,14 @@
 #
 # Here (the build machine), once per change:
 #   cmake -S . -B build-h6 -DAISPFLOW_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a-real
-#   cmake --build build-h6 --target test_cuda_backend gpu_bench aispflow -j2
-#   /work/shared/tools/gpu-bundle.sh .gpu build-h6/tests/test_cuda_backend build-h6/bench/gpu_bench build-h6/aispflow
+#   cmake --build build-h6 --target test_cuda_backend test_cuda_peaks gpu_bench aispflow -j2
+#   /work/shared/tools/gpu-bundle.sh .gpu build-h6/tests/test_cuda_backend build-h6/tests/test_cuda_peaks \
+#       build-h6/bench/gpu_bench build-h6/aispflow
 # On the GPU machine, from the repository root, with .gpu carried:
 #   AISPFLOW_COMMIT=<git rev-parse HEAD> bench/run_gpu_checks.sh [--quick] [--no-tests] [--no-bench] [--workflow]
 #                                                             [--other-gpu CACHE.tgz]
 # Writes into $OUT (the device tool's folder) or bench/results/local: meta.json (device, driver, commit, date),
-# nvidia-smi.txt, test_cuda_backend.log, gpu_bench.json, gpu_bench.log, hw.json and, with --workflow,
+# nvidia-smi.txt, test_cuda_backend.log, test_cuda_peaks.log, gpu_bench.json, gpu_bench.log, hw.json and, with --workflow,
 # roofline_run.tgz + roofline.log + roofline_cache.tgz (the cache, for --other-gpu on another GPU model).
 # --other-gpu CACHE.tgz: runs the workflow once against a cache filled on another GPU model: the
 # hardware-bound nodes must re-run and say "environment changed" (other_gpu.log, other_gpu_run.json).
@@ -54,6 +55,12 @@ if [ $tests = 1 ]; then
   echo "== test_cuda_backend"
   $run test_cuda_backend --gtest_brief=1 > "$out/test_cuda_backend.log" 2>&1 || status=1
   tail -n 40 "$out/test_cuda_backend.log"
+  # The ceilings' checks fed their broken cases (Sabotage), and l2.read / smem.read verified.
+  if [ -x .gpu/bin/test_cuda_peaks ]; then
+    echo "== test_cuda_peaks"
+    $run test_cuda_peaks --gtest_brief=1 > "$out/test_cuda_peaks.log" 2>&1 || status=1
+    tail -n 20 "$out/test_cuda_peaks.log"
+  fi
 fi
 
 if [ $bench = 1 ]; then
