@@ -284,6 +284,9 @@ class RooflineNode : public NodeType {
          "CSV kernel,flops[,provider,shape,dtype]: FLOPs per launch of the kernels in ncu_csv"},
         {"memory_ceilings", ParamKind::list, json::array(), false, "memory ceiling names to use (default: all)"},
         {"compute_ceilings", ParamKind::list, json::array(), false, "compute ceiling names to use (default: all)"},
+        {"all_ceilings", ParamKind::boolean, false, false,
+         "draw every ceiling (default: the compute ceilings of the points' dtypes and the best memory ceiling per "
+         "level and source; equal values share one line and label either way)"},
         {"width", ParamKind::integer, 1100, false, "SVG width in pixels"},
         {"height", ParamKind::integer, 680, false, "SVG height in pixels (grows to fit the legend)"},
     };
@@ -509,7 +512,8 @@ class RooflineNode : public NodeType {
                                above_roof ? "warning: " + std::to_string(above_roof) +
                                                 " point(s) above their roof: the ceilings look under-measured"
                                           : std::string(),
-                               ceilings, points, ridges, providers, dtypes, width, height));
+                               ceilings, points, ridges, providers, dtypes, width, height,
+                               ctx.params.value("all_ceilings", false)));
     write_output_file(ctx, "roofline.csv", to_csv(points));
 
     NodeOutput out;

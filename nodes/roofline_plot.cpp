@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
+#include <optional>
 #include <set>
 
 #include "nodes/svg.hpp"
@@ -66,17 +68,122 @@ struct Layout {
   double y1() const { return height - bottom; }
 };
 
+// Places labels one at a time: each takes, among its candidate positions, one inside the plot area and
+// clear of every label placed before, covering the fewest markers (earlier candidates win ties). A label
+// with no such position is not drawn (the legend still names its line).
+class LabelPlacer {
+ public:
+  struct Candidate {
+    double x, y;
+    svg::Font font;
+  };
+  LabelPlacer(double x0, double y0, double x1, double y1, std::vector<std::pair<double, double>> markers)
+      : x0_(x0), y0_(y0), x1_(x1), y1_(y1), markers_(std::move(markers)) {}
+
+  std::optional<Candidate> place(const std::string& text, const std::vector<Candidate>& candidates) {
+    std::optional<std::size_t> best;
+    int best_covered = 0;
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      const svg::TextBox box = svg::text_box(candidates[i].x, candidates[i].y, text, candidates[i].font);
+      if (!box.inside(x0_, y0_, x1_, y1_)) continue;
+      if (std::any_of(placed_.begin(), placed_.end(), [&](const svg::TextBox& b) { return b.intersects(box); })) continue;
+      const int covered = markers_under(box);
+      if (!best || covered < best_covered) {
+        best = i;
+        best_covered = covered;
+      }
+      if (covered == 0) break;
+    }
+    if (!best) return std::nullopt;
+    placed_.push_back(svg::text_box(candidates[*best].x, candidates[*best].y, text, candidates[*best].font));
+    return candidates[*best];
+  }
+
+ private:
+  int markers_under(const svg::TextBox& box) const {
+    int n = 0;
+    for (const auto& [mx, my] : markers_) {
+      svg::TextBox dot{{{{mx - 5, my - 5}, {mx + 5, my - 5}, {mx + 5, my + 5}, {mx - 5, my + 5}}}};
+      n += box.intersects(dot);
+    }
+    return n;
+  }
+  double x0_, y0_, x1_, y1_;
+  std::vector<std::pair<double, double>> markers_;
+  std::vector<svg::TextBox> placed_;
+};
+
+std::string join_names(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
 }  // namespace
 
+std::string DrawnCeiling::label() const {
+  return join_names(names) + "  " + format_number(ceiling.value) + " " + ceiling.unit() +
+         (ceiling.measured ? "" : " (datasheet)");
+}
+
+std::vector<DrawnCeiling> ceilings_to_draw(const std::vector<Ceiling>& ceilings, const std::vector<std::string>& dtypes,
+                                           bool all, int* hidden) {
+  const bool any_dtype = std::any_of(dtypes.begin(), dtypes.end(), [](const std::string& d) { return !d.empty(); });
+  std::map<std::pair<std::string, bool>, const Ceiling*> best_of_level;   // (level, measured) -> best
+  for (const auto& c : ceilings)
+    if (c.memory) {
+      auto& best = best_of_level[{c.level, c.measured}];
+      if (!best || c.value > best->value) best = &c;
+    }
+  std::vector<DrawnCeiling> out;
+  int left_out = 0;
+  for (const auto& c : ceilings) {
+    const bool wanted =
+        all || (c.memory ? best_of_level[{c.level, c.measured}] == &c
+                         : !any_dtype || c.dtype.empty() || std::find(dtypes.begin(), dtypes.end(), c.dtype) != dtypes.end());
+    if (!wanted) {
+      ++left_out;
+      continue;
+    }
+    auto same = std::find_if(out.begin(), out.end(), [&](const DrawnCeiling& d) {
+      return d.ceiling.memory == c.memory && d.ceiling.measured == c.measured &&
+             format_number(d.ceiling.value) == format_number(c.value);
+    });
+    if (same != out.end())
+      same->names.push_back(c.name);
+    else
+      out.push_back({c, {c.name}});
+  }
+  if (hidden) *hidden = left_out;
+  return out;
+}
+
 std::string draw_svg(const std::string& title, const std::string& subtitle, const std::string& warning,
-                     const std::vector<Ceiling>& ceilings,
-                     const std::vector<Point>& points, const json& ridges, const std::vector<std::string>& providers,
-                     const std::vector<std::string>& dtypes, double width, double height) {
+                     const std::vector<Ceiling>& all_ceilings_in,
+                     const std::vector<Point>& points, const json& all_ridges, const std::vector<std::string>& providers,
+                     const std::vector<std::string>& dtypes, double width, double height, bool all_ceilings) {
   const std::map<std::string, std::string> colour = assign_colours(providers);
   auto dtype_marker = [&](const std::string& d) {
     const auto it = std::find(dtypes.begin(), dtypes.end(), d);
     return svg::marker_for_index(std::size_t(it - dtypes.begin()));
   };
+  int hidden = 0;
+  const std::vector<DrawnCeiling> ceilings = ceilings_to_draw(all_ceilings_in, dtypes, all_ceilings, &hidden);
+  // Ridge points of drawn lines only, one per position (merged ceilings share theirs).
+  std::set<std::string> drawn_names;
+  for (const auto& d : ceilings) drawn_names.insert(d.names.begin(), d.names.end());
+  json ridges = json::array();
+  for (const auto& r : all_ridges) {
+    if (!drawn_names.count(r["compute"].get<std::string>()) || !drawn_names.count(r["memory"].get<std::string>()))
+      continue;
+    auto same = std::find_if(ridges.begin(), ridges.end(), [&](const json& o) {
+      return o["intensity"] == r["intensity"] && o["tflops"] == r["tflops"];
+    });
+    if (same != ridges.end())
+      (*same)["compute"] = (*same)["compute"].get<std::string>() + ", " + r["compute"].get<std::string>();
+    else
+      ridges.push_back(r);
+  }
 
   // Data ranges: every point and every ridge must be visible, with some air around them.
   double x_min = 1e300, x_max = 0, y_min = 1e300, y_max = 0;
@@ -91,27 +198,38 @@ std::string draw_svg(const std::string& title, const std::string& subtitle, cons
     x_max = std::max(x_max, r["intensity"].get<double>());
   }
   double top_compute = 0;
-  for (const auto& c : ceilings)
-    if (!c.memory) top_compute = std::max(top_compute, c.value);
+  for (const auto& d : ceilings)
+    if (!d.ceiling.memory) top_compute = std::max(top_compute, d.ceiling.value);
   y_max = std::max(y_max, top_compute);
   if (x_max <= 0) x_min = 0.1, x_max = 100;
   auto [xlo, xhi] = svg::LogAxis::decade_range(x_min / 1.5, x_max * 2.5);
   if (xhi / xlo < 100) xhi = xlo * 100;   // at least two decades, so the slope reads as a slope
   // The lowest memory roof at the left edge sets how low the y axis must reach for the lines to show.
   double lowest_mem = 1e300;
-  for (const auto& c : ceilings)
-    if (c.memory) lowest_mem = std::min(lowest_mem, c.value * xlo / 1000.0);
+  for (const auto& d : ceilings)
+    if (d.ceiling.memory) lowest_mem = std::min(lowest_mem, d.ceiling.value * xlo / 1000.0);
   if (lowest_mem < 1e300) y_min = std::min(y_min, lowest_mem);
   if (!(y_min > 0) || y_min > y_max) y_min = y_max / 1000;
   auto [ylo, yhi] = svg::LogAxis::decade_range(y_min / 1.5, y_max * 2.5);
   if (yhi / ylo > 1e7) ylo = yhi / 1e7;   // extremely low points would squash the interesting part
 
   // Legend rows decide the height: the legend never overlaps the plot, the canvas grows instead.
-  std::size_t legend_rows = providers.size() + 2 + ceilings.size() + 2 + ridges.size() + 2;
+  std::size_t legend_rows = providers.size() + 2 + ceilings.size() + 2 + ridges.size() + 2 + (hidden > 0 ? 1 : 0);
   if (dtypes.size() > 1) legend_rows += dtypes.size() + 2;
   bool any_ncu = std::any_of(points.begin(), points.end(), [](const Point& p) { return p.source == "ncu"; });
   if (any_ncu) legend_rows += 2;
   Layout L{width, height};
+  // The legend column is as wide as its longest line (merged ceilings make long ones); the canvas grows.
+  double legend_text = 0;
+  for (const auto& d : ceilings) legend_text = std::max(legend_text, svg::text_width(d.label(), 11));
+  for (const auto& r : ridges)
+    legend_text = std::max(legend_text, svg::text_width(r["compute"].get<std::string>() + " / " +
+                                                            r["memory"].get<std::string>() + ": 0000.0", 11));
+  for (const auto& p : providers) legend_text = std::max(legend_text, svg::text_width(p, 11));
+  if (legend_text * 1.08 + 44 > L.legend_width) {
+    L.width += legend_text * 1.08 + 44 - L.legend_width;
+    L.legend_width = legend_text * 1.08 + 44;
+  }
   const double legend_needed = L.top + 18.0 * double(legend_rows) + 20;
   if (legend_needed > L.height) L.height = legend_needed;
 
@@ -150,141 +268,122 @@ std::string draw_svg(const std::string& title, const std::string& subtitle, cons
            font(13, "middle", "#222222", false, -90));
 
   // Roof lines, clipped to the plot area.
-  // Each memory roof gets its own colour (close roofs such as copy and triad must stay distinguishable);
-  // compute roofs are dark grey, their labels tell them apart. Datasheet roofs are dashed.
-  const std::vector<std::string> memory_palette = {"#1f3b73", "#6a3d9a", "#8c510a", "#01665e", "#b2182b", "#4d4d4d"};
+  // Each memory roof gets its own colour; compute roofs are dark grey, their labels tell them apart.
+  // Datasheet roofs are dashed.
+  const std::vector<std::string> memory_palette = {"#1f3b73", "#b2182b", "#8c510a", "#01665e", "#6a3d9a", "#4d4d4d"};
   const std::string compute_colour = "#333333";
-  std::map<std::string, std::string> memory_colour;
-  for (const auto& c : ceilings)
-    if (c.memory) {
-      const std::string key = c.name + (c.measured ? "" : " (datasheet)");
-      memory_colour[key] = memory_palette[memory_colour.size() % memory_palette.size()];
-    }
+  std::vector<std::string> line_colour(ceilings.size(), compute_colour);
+  for (std::size_t i = 0, m = 0; i < ceilings.size(); ++i)
+    if (ceilings[i].ceiling.memory) line_colour[i] = memory_palette[m++ % memory_palette.size()];
   auto top_compute_of = [&](bool measured) {
     double top = 0;
-    for (const auto& c : ceilings)
-      if (!c.memory && c.measured == measured) top = std::max(top, c.value);
+    for (const auto& d : ceilings)
+      if (!d.ceiling.memory && d.ceiling.measured == measured) top = std::max(top, d.ceiling.value);
     return top > 0 ? top : top_compute;   // a source without compute ceilings runs to the other's top
   };
   auto fastest_memory_of = [&](bool measured) {
     double best = 0;
-    for (const auto& c : ceilings)
-      if (c.memory && c.measured == measured) best = std::max(best, c.value);
+    for (const auto& d : ceilings)
+      if (d.ceiling.memory && d.ceiling.measured == measured) best = std::max(best, d.ceiling.value);
     if (best == 0)
-      for (const auto& c : ceilings)
-        if (c.memory) best = std::max(best, c.value);
+      for (const auto& d : ceilings)
+        if (d.ceiling.memory) best = std::max(best, d.ceiling.value);
     return best;
   };
-  auto line_stroke = [&](const Ceiling& c) {
+  auto line_stroke = [&](std::size_t i) {
     svg::Stroke s;
-    s.color = !c.memory ? compute_colour : memory_colour.at(c.name + (c.measured ? "" : " (datasheet)"));
-    s.width = c.measured ? 1.8 : 1.3;
-    if (!c.measured) s.dash = "7 4";
+    s.color = line_colour[i];
+    s.width = ceilings[i].ceiling.measured ? 1.8 : 1.3;
+    if (!ceilings[i].ceiling.measured) s.dash = "7 4";
     return s;
   };
+  // Where each line runs, in data coordinates: memory roofs from the left edge up to the top compute roof
+  // of their source, compute roofs from where the fastest memory roof of their source meets them.
+  std::vector<std::pair<double, double>> line_span(ceilings.size());
+  for (std::size_t i = 0; i < ceilings.size(); ++i) {
+    const Ceiling& c = ceilings[i].ceiling;
+    if (c.memory) {
+      const double top = top_compute_of(c.measured);
+      line_span[i] = {xlo, std::min(top > 0 ? top * 1000.0 / c.value : xhi, xhi)};
+    } else {
+      const double bw = fastest_memory_of(c.measured);
+      line_span[i] = {bw > 0 ? std::max(xlo, c.value * 1000.0 / bw) : xlo, xhi};
+    }
+  }
 
   doc.begin_group("ceilings");
   doc.begin_clip(L.x0(), L.y0(), L.x1() - L.x0(), L.y1() - L.y0());
-  for (const auto& c : ceilings) {
-    if (c.memory) {   // slanted: from the left edge up to where it meets the top compute roof
-      const double ridge = top_compute_of(c.measured) > 0 ? top_compute_of(c.measured) * 1000.0 / c.value : xhi;
-      const double x_end = std::min(ridge, xhi);
-      doc.line(X.to_px(xlo), Y.to_px(c.value * xlo / 1000.0), X.to_px(x_end), Y.to_px(c.value * x_end / 1000.0),
-               line_stroke(c));
-    } else {   // flat: from where the fastest memory roof reaches it to the right edge
-      const double bw = fastest_memory_of(c.measured);
-      const double x_start = bw > 0 ? std::max(xlo, c.value * 1000.0 / bw) : xlo;
-      doc.line(X.to_px(x_start), Y.to_px(c.value), X.to_px(xhi), Y.to_px(c.value), line_stroke(c));
-    }
+  for (std::size_t i = 0; i < ceilings.size(); ++i) {
+    const Ceiling& c = ceilings[i].ceiling;
+    const auto [from, to] = line_span[i];
+    if (c.memory)
+      doc.line(X.to_px(from), Y.to_px(c.value * from / 1000.0), X.to_px(to), Y.to_px(c.value * to / 1000.0), line_stroke(i));
+    else
+      doc.line(X.to_px(from), Y.to_px(c.value), X.to_px(to), Y.to_px(c.value), line_stroke(i));
   }
   doc.end_clip();
   doc.end_group();
 
-  // Ceiling labels, pushed apart so close ceilings (copy vs triad) stay readable.
+  // Ceiling labels: each at the first of its candidate positions that is inside the plot, clear of the labels
+  // placed before it and of as many markers as possible. Compute labels first (from the top roof down), then
+  // the memory labels (fastest first), which follow their slanted lines.
   const double label_size = 11;
-  {   // compute: just above each flat line, at its right end or just right of its ridge, whichever
-      // covers fewer points (compute-bound points crowd near the roof, usually at one end)
-    std::vector<const Ceiling*> cs;
-    std::vector<double> wanted;
-    for (const auto& c : ceilings)
-      if (!c.memory) {
-        cs.push_back(&c);
-        wanted.push_back(Y.to_px(c.value) - 5);
+  std::vector<std::pair<double, double>> markers;
+  for (const auto& p : points) markers.emplace_back(X.to_px(p.intensity), Y.to_px(p.achieved));
+  for (const auto& r : ridges) markers.emplace_back(X.to_px(r["intensity"].get<double>()), Y.to_px(r["tflops"].get<double>()));
+  LabelPlacer placer(L.x0() + 2, L.y0() + 2, L.x1() - 2, L.y1() - 2, markers);
+  doc.begin_group("ceiling-labels");
+  std::vector<std::size_t> order(ceilings.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (ceilings[a].ceiling.memory != ceilings[b].ceiling.memory) return !ceilings[a].ceiling.memory;
+    return ceilings[a].ceiling.value > ceilings[b].ceiling.value;
+  });
+  // The slanted lines' angle on the page (every memory roof has slope 1 in log-log).
+  const double dx_per_decade = (L.x1() - L.x0()) / std::log10(xhi / xlo);
+  const double dy_per_decade = (L.y1() - L.y0()) / std::log10(yhi / ylo);
+  const double angle_rad = -std::atan(dy_per_decade / dx_per_decade);
+  for (std::size_t i : order) {
+    const Ceiling& c = ceilings[i].ceiling;
+    const std::string text = ceilings[i].label();
+    const double w = svg::text_width(text, label_size);
+    svg::Font f = font(label_size, "start", c.memory ? line_colour[i] : compute_colour);
+    f.background = "#ffffff";
+    std::vector<LabelPlacer::Candidate> candidates;
+    if (!c.memory) {
+      // Just above the flat line, else just below it: at the right edge, right of the ridge, or in between;
+      // else left of where the line starts, on its height (the empty space above the slanted roofs).
+      const double line_y = Y.to_px(c.value), start = X.to_px(line_span[i].first) + 10, end = L.x1() - 6;
+      svg::Font right = f;
+      right.anchor = "end";
+      for (const double y : {line_y - 4, line_y + label_size + 3}) {
+        candidates.push_back({end, y, right});
+        candidates.push_back({start, y, f});
+        for (double x = end - w - 40; x > start; x -= 40) candidates.push_back({x, y, f});
       }
-    const auto ys = svg::spread_labels(wanted, label_size + 5, L.y0() + label_size + 2, L.y1() - 4);
-    auto points_under = [&](double left, double right, double baseline) {
-      int n = 0;
-      for (const auto& p : points) {
-        const double px = X.to_px(p.intensity), py = Y.to_px(p.achieved);
-        n += px > left - 5 && px < right + 5 && py > baseline - label_size - 5 && py < baseline + 6;
+      candidates.push_back({start - 24, line_y + 0.35 * label_size, right});
+    } else {
+      // Along the slanted line, above it (else below), starting where the lines leave the crowded lower left.
+      f.rotate_deg = angle_rad * 180.0 / M_PI;
+      const double cos_a = std::cos(angle_rad), sin_a = std::sin(angle_rad);
+      const double x_end = X.to_px(line_span[i].second) - w * cos_a - 6;   // the text ends before the line does
+      const double x_start = std::max(L.x0() + 10, X.to_px(ylo * 1.6 * 1000.0 / c.value));
+      const double preferred = x_start + 0.25 * std::max(0.0, x_end - x_start);
+      std::vector<double> xs;
+      for (double step = 0; step < L.x1() - L.x0(); step += 14) {
+        if (preferred + step <= x_end) xs.push_back(preferred + step);
+        if (step > 0 && preferred - step >= x_start) xs.push_back(preferred - step);
       }
-      return n;
-    };
-    for (std::size_t i = 0; i < cs.size(); ++i) {
-      const double w = svg::text_width(cs[i]->label(), label_size);
-      const double bw = fastest_memory_of(cs[i]->measured);
-      const double line_start = X.to_px(bw > 0 ? std::max(xlo, cs[i]->value * 1000.0 / bw) : xlo);
-      // Right of the ridge, and right of every slanted line at the height of the text's top.
-      double slowest = 0;
-      for (const auto& c : ceilings)
-        if (c.memory && (slowest == 0 || c.value < slowest)) slowest = c.value;
-      const double text_top_value = Y.from_px(ys[i] - label_size - 2);
-      const double left_x =
-          std::max(line_start + 10, slowest > 0 ? X.to_px(text_top_value * 1000.0 / slowest) + 8 : line_start + 10);
-      const bool left_fits = left_x + w < L.x1() - 6;
-      const bool use_left = left_fits && points_under(left_x, left_x + w, ys[i]) <
-                                             points_under(L.x1() - 6 - w, L.x1() - 6, ys[i]);
-      svg::Font f = font(label_size, use_left ? "start" : "end", compute_colour);
-      f.background = "#ffffff";
-      doc.text(use_left ? left_x : L.x1() - 6, ys[i], cs[i]->label(), f);
+      for (const double offset : {4.0 + 0.3 * label_size, -(4.0 + 0.85 * label_size)})   // above, below
+        for (const double x : xs) {
+          const double line_y = Y.to_px(c.value * X.from_px(x) / 1000.0);
+          // The normal pointing above the line: (sin a, -cos a) for the page angle a.
+          candidates.push_back({x + offset * sin_a, line_y - offset * cos_a, f});
+        }
     }
+    if (const auto spot = placer.place(text, candidates)) doc.text(spot->x, spot->y, text, spot->font);
   }
-  {   // memory: parallel to the slanted lines, in the empty space above them
-    const double dx_per_decade = (L.x1() - L.x0()) / std::log10(xhi / xlo);
-    const double dy_per_decade = (L.y1() - L.y0()) / std::log10(yhi / ylo);
-    const double angle = -std::atan(dy_per_decade / dx_per_decade) * 180.0 / M_PI;
-    const double cos_a = std::cos(angle * M_PI / 180.0);
-    std::vector<const Ceiling*> cs;
-    double x_enter_all = L.x0() + 14, widest = 0;
-    for (const auto& c : ceilings)
-      if (c.memory) {
-        cs.push_back(&c);
-        // Where the line rises above the bottom edge (plus room for the text).
-        const double x_enter = X.to_px(ylo * 1.6 * 1000.0 / c.value);
-        x_enter_all = std::max(x_enter_all, x_enter + 4);
-        widest = std::max(widest, svg::text_width(c.label(), label_size));
-      }
-    std::stable_sort(cs.begin(), cs.end(), [](const Ceiling* a, const Ceiling* b) { return a->value > b->value; });
-    // Away from the crowded corner, but ending before the first ridge so no label runs into a flat roof.
-    double first_ridge_px = L.x1();
-    for (const auto& r : ridges) first_ridge_px = std::min(first_ridge_px, X.to_px(r["intensity"].get<double>()));
-    const double run = widest * cos_a;
-    double x_anchor = std::max(x_enter_all, L.x0() + 0.3 * (first_ridge_px - L.x0() - run));
-    x_anchor = std::max(x_enter_all, std::min(x_anchor, first_ridge_px - run - 10));
-    x_anchor = std::min(x_anchor, (L.x0() + L.x1()) / 2);
-    const double xv = std::pow(10.0, std::log10(xlo) + (x_anchor - L.x0()) / dx_per_decade);
-
-    // Lines closer together than a label's height form a group; a group's labels stack above its top line
-    // in the lines' own order, so no text sits on a line and the labels read top to bottom like the lines.
-    // Colours tie each label to its line.
-    const double gap = (label_size + 6) / std::max(cos_a, 0.2);
-    std::vector<double> line_y(cs.size()), wanted(cs.size());
-    for (std::size_t i = 0; i < cs.size(); ++i) line_y[i] = Y.to_px(cs[i]->value * xv / 1000.0);
-    for (std::size_t first = 0; first < cs.size();) {
-      std::size_t last = first;   // the group: first..last
-      while (last + 1 < cs.size() && line_y[last + 1] - line_y[last] < gap) ++last;
-      for (std::size_t i = first; i <= last; ++i) wanted[i] = line_y[first] - 6 - gap * double(last - i);
-      first = last + 1;
-    }
-    // A lower group's stack may reach past the next line up: keep every label above the ones below it.
-    for (std::size_t i = cs.size(); i-- > 1;) wanted[i - 1] = std::min(wanted[i - 1], wanted[i] - gap);
-    const auto ys = svg::spread_labels(wanted, gap, L.y0() + 20, L.y1() - 4);
-    for (std::size_t i = 0; i < cs.size(); ++i) {
-      svg::Font f = font(label_size, "start", line_stroke(*cs[i]).color, false, angle);
-      f.background = "#ffffff";
-      doc.text(x_anchor, ys[i], cs[i]->label(), f);
-    }
-  }
+  doc.end_group();
 
   // Ridge points: where a compute roof meets a memory roof.
   doc.begin_group("ridges");
@@ -340,9 +439,14 @@ std::string draw_svg(const std::string& title, const std::string& subtitle, cons
   }
   ly += 8;
   heading("Ceilings");
-  for (const auto& c : ceilings) {
-    doc.line(lx, ly - 4, lx + 14, ly - 4, line_stroke(c));
-    doc.text(lx + 18, ly, c.label(), font(11));
+  for (std::size_t i : order) {
+    doc.line(lx, ly - 4, lx + 14, ly - 4, line_stroke(i));
+    doc.text(lx + 18, ly, ceilings[i].label(), font(11));
+    ly += 18;
+  }
+  if (hidden > 0) {
+    doc.text(lx, ly, std::to_string(hidden) + " more in roofline.json (all_ceilings: true draws them)",
+             font(10, "start", "#666666"));
     ly += 18;
   }
   if (!ridges.empty()) {

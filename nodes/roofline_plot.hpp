@@ -46,11 +46,29 @@ struct Point {
   std::optional<double> ds_attainable;   // against the datasheet roof, when there is one
 };
 
+// A line of the plot: one ceiling, or several of the same kind, source and (printed) value merged into one
+// line with one label ("datasheet.bf16, datasheet.fp16  989.4 TFLOP/s (datasheet)").
+struct DrawnCeiling {
+  Ceiling ceiling;                  // the first of them: value, kind, source, level
+  std::vector<std::string> names;   // every merged ceiling's name
+  std::string label() const;
+};
+
+// What the plot draws. By default: the compute ceilings of the dtypes that have points (every compute ceiling
+// when no point has a dtype, and those without a dtype always), and per memory level and source the best
+// memory ceiling (the one the numbers use; lesser roofs of a level sit a few percent below it and only
+// crowd the picture); `all` draws every ceiling. Equal values are merged either way. `hidden` counts the
+// ceilings left out.
+std::vector<DrawnCeiling> ceilings_to_draw(const std::vector<Ceiling>& ceilings, const std::vector<std::string>& dtypes,
+                                           bool all, int* hidden = nullptr);
+
 // The whole SVG document. `warning` (may be empty) is shown under the subtitle; `ridges` are the
 // {"intensity", "compute", "memory"} ridge points; providers and dtypes name colours and markers in order.
+// Ceiling labels go into <g id="ceiling-labels">, each where it overlaps no other label and stays inside the
+// plot area (else only the legend names that line).
 std::string draw_svg(const std::string& title, const std::string& subtitle, const std::string& warning,
                      const std::vector<Ceiling>& ceilings, const std::vector<Point>& points, const json& ridges,
                      const std::vector<std::string>& providers, const std::vector<std::string>& dtypes, double width,
-                     double height);
+                     double height, bool all_ceilings = false);
 
 }  // namespace aispflow::roofline

@@ -200,6 +200,43 @@ std::string decade_label(double v) {
 
 double text_width(std::string_view text, double font_size) { return 0.58 * font_size * double(text.size()); }
 
+TextBox text_box(double x, double y, std::string_view content, const Font& font) {
+  // 8 % and 2 px of air over the estimate: the estimate is an average, real glyphs run a little wider.
+  const double w = text_width(content, font.size) * 1.08 + 2;
+  const double left = font.anchor == "end" ? -w : font.anchor == "middle" ? -w / 2 : 0.0;
+  const double top = -0.85 * font.size - 1, bottom = 0.3 * font.size + 1;
+  const double a = font.rotate_deg * M_PI / 180.0, c = std::cos(a), s = std::sin(a);
+  auto at = [&](double dx, double dy) { return std::pair<double, double>{x + dx * c - dy * s, y + dx * s + dy * c}; };
+  return {{at(left, top), at(left + w, top), at(left + w, bottom), at(left, bottom)}};
+}
+
+bool TextBox::intersects(const TextBox& other) const {
+  // Two convex shapes are apart iff some edge normal of either separates their projections.
+  for (const TextBox* box : {this, &other})
+    for (std::size_t i = 0; i < 4; ++i) {
+      const auto [ax, ay] = box->corners[i];
+      const auto [bx, by] = box->corners[(i + 1) % 4];
+      const double nx = ay - by, ny = bx - ax;
+      double lo1 = 1e300, hi1 = -1e300, lo2 = 1e300, hi2 = -1e300;
+      for (const auto& [px, py] : corners) {
+        lo1 = std::min(lo1, px * nx + py * ny);
+        hi1 = std::max(hi1, px * nx + py * ny);
+      }
+      for (const auto& [px, py] : other.corners) {
+        lo2 = std::min(lo2, px * nx + py * ny);
+        hi2 = std::max(hi2, px * nx + py * ny);
+      }
+      if (hi1 <= lo2 || hi2 <= lo1) return false;
+    }
+  return true;
+}
+
+bool TextBox::inside(double x0, double y0, double x1, double y1) const {
+  for (const auto& [px, py] : corners)
+    if (px < x0 || px > x1 || py < y0 || py > y1) return false;
+  return true;
+}
+
 std::vector<double> spread_labels(const std::vector<double>& wanted, double min_gap, double lo, double hi) {
   const std::size_t n = wanted.size();
   std::vector<std::size_t> order(n);

@@ -1,6 +1,7 @@
 #pragma once
 // A small SVG writer for the plots analysis nodes draw: shapes, text, clipping, log axes and label
 // de-overlap. It writes well-formed, escaped XML and nothing more; layout decisions stay in the node.
+#include <array>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -80,6 +81,15 @@ std::string decade_label(double v);
 
 // Rough rendered width of text in a sans-serif font (no font metrics available: 0.58 em per character).
 double text_width(std::string_view text, double font_size);
+
+// The area a text element covers on the page: its estimated box (text_width, plus a little air; from 0.85 em
+// above the baseline to 0.3 em below), rotated with the text about its anchor point. Corners in order.
+struct TextBox {
+  std::array<std::pair<double, double>, 4> corners;
+  bool intersects(const TextBox& other) const;   // separating axis test of the two rotated rectangles
+  bool inside(double x0, double y0, double x1, double y1) const;
+};
+TextBox text_box(double x, double y, std::string_view content, const Font& font);
 
 // Moves label positions apart so neighbours are at least `min_gap` apart, keeping their order, moving each
 // as little as possible and staying within [lo, hi] when they fit. `wanted` in any order; the result is
