@@ -83,13 +83,22 @@ std::string label_problem(const std::string& svg_text) {
   return "";
 }
 
-// AISPFLOW_TEST_SVG_DIR=dir keeps the plots (roofline_h100[_all].svg) to look at, e.g. with rsvg-convert.
-NodeOutput run_h100(NodeHarness& h, const json& params) {
-  h.add_input("peak", read_json("bench/results/h100/roofline/peak.json"));
+// AISPFLOW_TEST_SVG_DIR=dir keeps the plots (roofline_h100[_all|_levels].svg) to look at, e.g. with rsvg-convert.
+// `levels` adds L2 and shared-memory ceilings (hand-made values, of the H100's order) to the committed peaks.
+NodeOutput run_h100(NodeHarness& h, const json& params, bool levels = false) {
+  json peak = read_json("bench/results/h100/roofline/peak.json");
+  if (levels) {
+    peak["ceilings"].push_back({{"name", "l2.read"}, {"kind", "memory"}, {"level", "l2"}, {"unit", "GB/s"},
+                                {"value", 9500.0}, {"source", "measured"}});
+    peak["ceilings"].push_back({{"name", "smem.read"}, {"kind", "memory"}, {"level", "smem"}, {"unit", "GB/s"},
+                                {"value", 31000.0}, {"source", "measured"}});
+  }
+  h.add_input("peak", peak);
   h.add_input("sweep", read_json("bench/results/h100/roofline/sweep_records.json"));
   NodeOutput out = h.run(*make_roofline_node(), params);
   if (const char* dir = std::getenv("AISPFLOW_TEST_SVG_DIR"))
-    std::ofstream(std::string(dir) + (params.value("all_ceilings", false) ? "/roofline_h100_all.svg" : "/roofline_h100.svg"))
+    std::ofstream(std::string(dir) + "/roofline_h100" + (params.value("all_ceilings", false) ? "_all" : "") +
+                  (levels ? "_levels" : "") + ".svg")
         << h.read_output("roofline.svg");
   return out;
 }
@@ -117,14 +126,15 @@ TEST(TextBox, RotatedBoxesIntersectOnlyWhenTheyOverlap) {
 }
 
 TEST(RooflinePlot, H100LabelsNeverOverlapOrLeaveThePlot) {
-  for (const bool all : {false, true}) {
-    SCOPED_TRACE(all ? "all_ceilings" : "default ceilings");
+  for (const auto& [all, levels] : {std::pair{false, false}, {true, false}, {false, true}, {true, true}}) {
+    SCOPED_TRACE(std::string(all ? "all_ceilings" : "default ceilings") + (levels ? ", with L2 and smem" : ""));
     NodeHarness h("roofline-h100");
-    run_h100(h, {{"all_ceilings", all}});
+    const auto out = run_h100(h, {{"all_ceilings", all}}, levels);
+    EXPECT_EQ(out.data["dual_roofline"].get<bool>(), levels);
     const std::string svg_text = h.read_output("roofline.svg");
     EXPECT_EQ(label_problem(svg_text), "");
     const auto labels = ceiling_labels(svg_text);
-    EXPECT_GE(labels.size(), all ? 8u : 5u);
+    EXPECT_GE(labels.size(), (all ? 8u : 5u) + (levels ? 2u : 0u));
     // The check can fail: the same labels moved onto each other are caught.
     if (labels.size() >= 2) {
       std::string moved = svg_text;
