@@ -26,6 +26,7 @@
 #include "nodes/ncu_csv.hpp"
 #include "nodes/node_factories.hpp"
 #include "nodes/record_match.hpp"
+#include "nodes/roofline_kernels.hpp"
 #include "nodes/roofline_plot.hpp"
 
 namespace aispflow {
@@ -282,6 +283,11 @@ class RooflineNode : public NodeType {
          "Nsight Compute CSV export with dram__bytes.sum and gpu__time_duration.sum per kernel launch"},
         {"ncu_flops_csv", ParamKind::path, json(), false,
          "CSV kernel,flops[,provider,shape,dtype]: FLOPs per launch of the kernels in ncu_csv"},
+        {"kernels_csv", ParamKind::path, json(), false,
+         "CSV kernel,intensity,achieved_tflops[,label]: kernels placed on the roofline (with ncu_throughput_csv)"},
+        {"ncu_throughput_csv", ParamKind::path, json(), false,
+         "Nsight Compute CSV of sm__throughput, tmem__throughput, l2__throughput, dram__throughput per kernel: "
+         "each kernels_csv kernel's binding resource is its most utilised one"},
         {"memory_ceilings", ParamKind::list, json::array(), false, "memory ceiling names to use (default: all)"},
         {"compute_ceilings", ParamKind::list, json::array(), false, "compute ceiling names to use (default: all)"},
         {"all_ceilings", ParamKind::boolean, false, false,
@@ -304,6 +310,11 @@ class RooflineNode : public NodeType {
     const bool has_flops = params.contains("ncu_flops_csv") && !params["ncu_flops_csv"].is_null();
     if (has_ncu != has_flops)
       return "fields 'ncu_csv' and 'ncu_flops_csv' go together: the export has bytes, the FLOPs come from the other";
+    const bool has_kernels = params.contains("kernels_csv") && !params["kernels_csv"].is_null();
+    const bool has_throughput = params.contains("ncu_throughput_csv") && !params["ncu_throughput_csv"].is_null();
+    if (has_kernels != has_throughput)
+      return "fields 'kernels_csv' and 'ncu_throughput_csv' go together: one places the kernels, the other says "
+             "which resource binds each";
     return {};
   }
 
@@ -436,6 +447,41 @@ class RooflineNode : public NodeType {
                            " not plotted (see ncu_unmatched)");
     }
 
+    // The study's dual-roofline input: kernels placed by their metadata, bound by their most utilised resource.
+    std::vector<roofline::KernelBinding> kernels;
+    std::vector<std::string> throughput_scales;
+    if (ctx.params.contains("kernels_csv") && ctx.params["kernels_csv"].is_string()) {
+      const std::string rows_param = ctx.params["kernels_csv"], ncu_param = ctx.params["ncu_throughput_csv"];
+      try {
+        const auto rows = roofline::read_kernel_rows(read_text(ctx.resolve(rows_param), "kernels_csv"), rows_param);
+        const auto throughput = roofline::read_throughput(read_text(ctx.resolve(ncu_param), "ncu_throughput_csv"),
+                                                          ncu_param, &throughput_scales);
+        kernels = roofline::bind_kernels(rows, throughput, rows_param);
+      } catch (const NodeError&) {
+        throw;
+      } catch (const std::exception& e) {
+        throw NodeError(e.what());
+      }
+      int unknown = 0;
+      for (const auto& k : kernels) {
+        Point p;
+        p.source = "kernels";
+        p.provider = "bound: " + k.resource;   // coloured by binding resource
+        p.shape = k.row.label.empty() ? k.row.kernel : k.row.label;
+        p.intensity = k.row.intensity;
+        p.achieved = k.row.achieved_tflops;
+        p.note = k.describe();
+        p.id = "kernel:" + p.shape;
+        if (int n = ++id_count[p.id]; n > 1) p.id += "#" + std::to_string(n);
+        unknown += k.ncu ? 0 : 1;
+        points.push_back(std::move(p));
+      }
+      if (unknown > 0)
+        warnings.push_back(std::to_string(unknown) + " kernel(s) of " + rows_param + " not found in " + ncu_param +
+                           ": binding resource unknown");
+      write_output_file(ctx, "roofline_kernels.csv", roofline::kernels_csv(kernels));
+    }
+
     for (auto& p : points) {
       if (std::find(providers.begin(), providers.end(), p.provider) == providers.end()) providers.push_back(p.provider);
       if (std::find(dtypes.begin(), dtypes.end(), p.dtype) == dtypes.end()) dtypes.push_back(p.dtype);
@@ -546,6 +592,12 @@ class RooflineNode : public NodeType {
                 {"records_not_plotted", not_plotted}, {"points_above_roof", above_roof}, {"warnings", warnings},
                 {"rest_policies", rest}};
     if (!ncu_unmatched.empty()) out.data["ncu_unmatched"] = ncu_unmatched;
+    if (!kernels.empty()) {
+      json jk = json::array();
+      for (const auto& k : kernels) jk.push_back(k.to_json());
+      out.data["kernels"] = jk;
+      out.data["ncu_throughput_scales"] = throughput_scales;
+    }
 
     int memory_bound = 0;
     for (const auto& p : points) memory_bound += p.binding == "memory";

@@ -404,7 +404,7 @@ std::string draw_svg(const std::string& title, const std::string& subtitle, cons
                hollow ? col : "#ffffff",
                p.id + ": " + format_number(p.achieved) + " TFLOP/s at " + format_number(p.intensity) +
                    " FLOP/byte (" + format_number(p.attainable > 0 ? 100 * p.achieved / p.attainable : 0) +
-                   "% of roof, " + p.binding + "-bound)");
+                   "% of roof, " + p.binding + "-bound)" + (p.note.empty() ? "" : "; " + p.note));
   }
   doc.end_clip();
   doc.end_group();

@@ -38,7 +38,8 @@ struct Ceiling {
 };
 
 struct Point {
-  std::string id, provider, shape, dtype, source;   // source: "record" | "ncu"
+  std::string id, provider, shape, dtype, source;   // source: "record" | "ncu" | "kernels"
+  std::string note;                                  // appended to the hover text (e.g. the binding resource)
   double intensity = 0, achieved = 0;
   // Against the roof used for the numbers (measured, or datasheet when nothing was measured).
   double attainable = 0;

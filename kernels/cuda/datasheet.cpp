@@ -15,6 +15,9 @@ struct DatasheetEntry {
   const char* document;       // where they come from
   double hbm_gb_s;
   std::optional<double> fp8, bf16, fp16, tf32, fp32;   // dense TFLOP/s
+  // Tensor memory (sm_100's TMEM) bandwidth, GB/s: a `datasheet.tmem` ceiling (level tmem) for the dual
+  // roofline. No public NVIDIA document we know gives it, so no entry has one yet; add it with its source.
+  std::optional<double> tmem_gb_s = std::nullopt;
 };
 
 // Order matters: more specific names first ("H100 NVL" before "H100").
@@ -64,11 +67,21 @@ std::vector<Ceiling> datasheet_ceilings_for(const std::string& device_name) {
     std::vector<Ceiling> out;
     out.push_back({{"name", "datasheet.hbm"},
                    {"kind", "memory"},
+                   {"level", "hbm"},
                    {"unit", "GB/s"},
                    {"value", e.hbm_gb_s},
                    {"source", "datasheet"},
                    {"method", std::string(e.document) + ": HBM bandwidth"},
                    {"device", e.label}});
+    if (e.tmem_gb_s)
+      out.push_back({{"name", "datasheet.tmem"},
+                     {"kind", "memory"},
+                     {"level", "tmem"},
+                     {"unit", "GB/s"},
+                     {"value", *e.tmem_gb_s},
+                     {"source", "datasheet"},
+                     {"method", std::string(e.document) + ": tensor memory bandwidth"},
+                     {"device", e.label}});
     if (e.fp8) out.push_back(compute(e, "fp8_e4m3", *e.fp8));
     if (e.bf16) out.push_back(compute(e, "bf16", *e.bf16));
     if (e.fp16) out.push_back(compute(e, "fp16", *e.fp16));
