@@ -3,9 +3,9 @@
 #
 # Here (the build machine), once per change:
 #   cmake -S . -B build-h6 -DAISPFLOW_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a-real
-#   cmake --build build-h6 --target test_cuda_backend test_cuda_peaks gpu_bench aispflow -j2
+#   cmake --build build-h6 --target test_cuda_backend test_cuda_peaks gpu_bench aispflow aispflow_cuda_plugin -j2
 #   /work/shared/tools/gpu-bundle.sh .gpu build-h6/tests/test_cuda_backend build-h6/tests/test_cuda_peaks \
-#       build-h6/bench/gpu_bench build-h6/aispflow
+#       build-h6/bench/gpu_bench build-h6/aispflow build-h6/libaispflow_cuda.so   # the plugin: found next to aispflow
 # On the GPU machine, from the repository root, with .gpu carried:
 #   AISPFLOW_COMMIT=<git rev-parse HEAD> bench/run_gpu_checks.sh [--quick] [--no-tests] [--no-bench] [--workflow]
 #                                                             [--other-gpu CACHE.tgz]
