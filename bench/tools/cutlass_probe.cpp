@@ -1,4 +1,4 @@
-// Developer probe for the CUTLASS instances (docs/cutlass.md, "Known issue"): runs ONE compiled instance once,
+// Developer probe for the CUTLASS instances (docs/cutlass.md, "The first H100 runs"): runs ONE compiled instance once,
 // straight through its entry points (no candidate search, no CUDA graph, no L2 flush), with a deadline on the
 // stream, so that a launch that never returns is named instead of hanging a whole test binary.
 //   cutlass_probe list                          the compiled sm_90a instances, one symbol per line

@@ -70,9 +70,6 @@ class GroupedProvider final : public GemmProvider {
         return "requires sm_90a (the CUTLASS grouped instance is built for Hopper); found sm_" +
                std::to_string(d.compute_capability());
       if (c.shape.n % 8 || c.shape.k % 8) return std::string("CUTLASS's TMA needs N and K to be multiples of 8");
-      if (!std::getenv("AISPFLOW_CUTLASS_RUN"))   // see kernels/cuda/cutlass/cutlass_provider.cpp
-        return std::string("CUTLASS runs are opt-in (AISPFLOW_CUTLASS_RUN=1): the first H100 runs of the CUTLASS "
-                           "instances hung (docs/cutlass.md, known issue)");
 #else
       return std::string("this build has no CUTLASS (see `aispflow hw`)");
 #endif

@@ -44,7 +44,7 @@ class AlltoallNcclTest : public ::testing::Test {
   }
   aispflow::test::CommandResult run(const std::string& yaml) {
     std::ofstream(dir_ / "a2a.yaml") << yaml;
-    return aispflow::test::run_in(dir_, "timeout 600 " + quote(AISPFLOW_BIN) +
+    return aispflow::test::run_in(dir_, "timeout 600 " + quote(aispflow::test::aispflow_binary(AISPFLOW_BIN)) +
                                             " run a2a.yaml --backend cuda --progress lines --cache cache --out out");
   }
   json data(const std::string& node) {

@@ -26,6 +26,13 @@ inline std::string quote(const std::string& s) {
   return out + "'";
 }
 
+// The aispflow executable under test: $AISPFLOW_BIN when set (a bundle on a GPU host, where the build tree's
+// path does not exist), else `built` (the path this build compiled in).
+inline std::string aispflow_binary(const char* built) {
+  const char* env = std::getenv("AISPFLOW_BIN");
+  return env && *env ? std::string(env) : std::string(built);
+}
+
 struct CommandResult {
   int code = -1;             // exit status; -1 when killed by a signal
   std::string out, err;

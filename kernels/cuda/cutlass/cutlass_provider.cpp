@@ -41,7 +41,9 @@ void fill_record(GemmRecord& rec, std::vector<Listed>& listed, const std::vector
   for (auto& l : listed)
     if (l.searched) {
       const auto& c = searched[*l.searched];
-      for (auto& [key, value] : c.to_json().items()) l.entry[key] = value;
+      // update(), not a loop over c.to_json().items(): that range would outlive its temporary (the H100 runs'
+      // "hang" and crash were this dangling iteration, docs/cutlass.md).
+      l.entry.update(c.to_json());
       verified += c.verified ? 1 : 0;
     }
   if (list_all) {
@@ -119,13 +121,6 @@ std::optional<std::string> CutlassProvider::unsupported(const GemmCase& c) const
   const auto spec = lt_dtype(c.dtype);
   const double need = GemmProblem::device_bytes(s, *spec);
   if (need > d.memory_gib * double(1ull << 30)) return std::string("needs more GPU memory than ") + d.name + " has";
-  // Last, after every requirement (a Blackwell-only case still says "requires sm_100"): on the H100 the first
-  // runs of these instances (test_cutlass, workflows/kernel_selector.yaml at 9a8ded4) never returned, undiagnosed
-  // (docs/cutlass.md). Until that is understood a run is opt-in, so that no sweep hangs a user's GPU; the record
-  // says why it was skipped.
-  if (!std::getenv("AISPFLOW_CUTLASS_RUN"))
-    return std::string("CUTLASS runs are opt-in (AISPFLOW_CUTLASS_RUN=1): the first H100 runs of these instances "
-                       "hung (docs/cutlass.md, known issue)");
   return std::nullopt;
 }
 
