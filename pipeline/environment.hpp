@@ -30,6 +30,10 @@ class Environment {
   // nullopt when met; otherwise the exact reason, e.g.
   // "requires sm_100 (tcgen05); found sm_90 on NVIDIA H100 80GB HBM3".
   virtual std::optional<std::string> unmet(const Requirements& req) const = 0;
+  // The devices an exclusive node measures here, as machine-wide names ("gpu-GPU-<uuid>", "cpu-<host>"): the
+  // executor holds a MeasurementLock on them while the node runs (pipeline/measurement_lock.hpp), so two
+  // processes never measure one device at once. Empty: nothing to lock (test environments).
+  virtual std::vector<std::string> measured_devices() const { return {}; }
 };
 
 }  // namespace aispflow

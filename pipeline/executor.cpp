@@ -16,6 +16,7 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include "pipeline/dispatcher.hpp"
+#include "pipeline/measurement_lock.hpp"
 #include "pipeline/hash.hpp"
 
 namespace aispflow {
@@ -575,8 +576,22 @@ struct Executor::Run {
     auto t0 = Clock::now();
     r.started_at = std::chrono::system_clock::now();
     bool ok = false;
+    std::optional<MeasurementLock> measuring;   // held from before run() until it returns
     try {
       ctx.env = &ex.env_.get();
+      if (d.exclusive && !opt.in_memory) {
+        MeasurementLockOptions lock;
+        lock.dir = opt.lock_dir;
+        lock.timeout_s = opt.lock_timeout_s;
+        lock.workflow = workflow_name;
+        lock.node = decl.name;
+        lock.log = ctx.log;
+        lock.cancel = opt.cancel;
+        measuring.emplace(ctx.env->measured_devices(), lock);
+        // The node's interval in run.json is its measurement: it starts once the devices are ours.
+        t0 = Clock::now();
+        r.started_at = std::chrono::system_clock::now();
+      }
       // Isolated: while this node waits inside its own parallel loops, its thread must not pick up
       // another node's task (which could wait for this very node's resources).
       output = oneapi::tbb::this_task_arena::isolate([&] { return type.run(ctx); });
@@ -588,6 +603,7 @@ struct Executor::Run {
     }
     r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     r.finished_at = std::chrono::system_clock::now();
+    measuring.reset();
     lease.release();
 
     if (!ok) {

@@ -107,6 +107,11 @@ struct ExecOptions {
   bool in_memory = false;
   std::filesystem::path out_dir;       // each node's artifact is linked into out_dir/nodes/<fs-name>/; empty: none
   const std::atomic<bool>* cancel = nullptr;   // Ctrl-C: stop scheduling, running nodes see ctx.cancel
+  // The machine-wide measurement lock of exclusive nodes (pipeline/measurement_lock.hpp; never in in_memory mode):
+  // its directory (empty: $AISPFLOW_LOCK_DIR or /tmp/aispflow-locks) and how long a node may wait for it
+  // (--lock-timeout; nullopt: as long as it takes), after which the node fails with the holder's name.
+  std::filesystem::path lock_dir;
+  std::optional<double> lock_timeout_s;
   RunObserver* observer = nullptr;
 };
 

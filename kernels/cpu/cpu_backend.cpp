@@ -1,7 +1,9 @@
 // The CPU backend: always built, the default where no GPU is found, and what CI runs on.
 #include "kernels/cpu/cpu_backend.hpp"
 
+#include <unistd.h>
 
+#include <cstdio>
 #include <map>
 #include <stdexcept>
 #include <thread>
@@ -49,6 +51,13 @@ class CpuBackend final : public Backend {
   int resource_total(const std::string& resource) const override {
     if (resource == "cpu") return int(std::max(1u, std::thread::hardware_concurrency()));
     return 0;   // "gpu" and anything unknown: none here
+  }
+
+  // The host's CPU as a whole: a CPU measurement is disturbed by any other one on the same machine.
+  std::vector<std::string> measured_devices() const override {
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) != 0 || !*host) std::snprintf(host, sizeof host, "localhost");
+    return {std::string("cpu-") + host};
   }
 
   std::optional<std::string> unmet(const Requirements& req) const override {

@@ -69,6 +69,15 @@ class CudaBackend final : public Backend {
     return resource == "gpu" ? int(sys_.devices.size()) : 0;
   }
 
+  // Every GPU this process sees (CUDA_VISIBLE_DEVICES narrows it), by UUID: the same GPU has the same name in
+  // every process whatever its index there. CPU providers swept on this backend are not locked against a CPU
+  // run (docs/cli.md, "Measurement lock").
+  std::vector<std::string> measured_devices() const override {
+    std::vector<std::string> ids;
+    for (const auto& d : sys_.devices) ids.push_back("gpu-" + (d.uuid.empty() ? d.pci_bus_id : d.uuid));
+    return ids;
+  }
+
   std::optional<std::string> unmet(const Requirements& req) const override {
     return cuda::unmet_reason(sys_.devices, sys_.links, req);
   }

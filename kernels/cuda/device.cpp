@@ -22,8 +22,25 @@ nlohmann::json DeviceInfo::to_json() const {
           {"memory_bus_bits", memory_bus_bits},
           {"max_sm_clock_mhz", max_sm_clock_mhz},
           {"max_mem_clock_mhz", max_mem_clock_mhz},
-          {"pci_bus_id", pci_bus_id}};
+          {"pci_bus_id", pci_bus_id},
+          {"uuid", uuid}};
 }
+
+namespace {
+
+// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", nvidia-smi's spelling of the 16 bytes.
+std::string uuid_string(const cudaUUID_t& id) {
+  std::string out = "GPU-";
+  char hex[3];
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    std::snprintf(hex, sizeof hex, "%02x", static_cast<unsigned char>(id.bytes[i]));
+    out += hex;
+  }
+  return out;
+}
+
+}  // namespace
 
 std::string cuda_version_string(int version) {
   return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
@@ -85,6 +102,7 @@ SystemInfo query_system() {
     d.pci_domain = unsigned(prop.pciDomainID);
     d.pci_bus = unsigned(prop.pciBusID);
     d.pci_device = unsigned(prop.pciDeviceID);
+    d.uuid = uuid_string(prop.uuid);
     char bus_id[32] = {};
     if (cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, i) == cudaSuccess) d.pci_bus_id = bus_id;
     info.devices.push_back(d);

@@ -22,6 +22,7 @@ struct DeviceInfo {
   int max_sm_clock_mhz = 0;         // from the runtime (cudaDevAttrClockRate)
   int max_mem_clock_mhz = 0;        // from the runtime (cudaDevAttrMemoryClockRate)
   std::string pci_bus_id;           // "0000:18:00.0", the key NVML is asked by
+  std::string uuid;                 // "GPU-8f2c...", as nvidia-smi -L prints it: the measurement lock's name
   unsigned pci_domain = 0, pci_bus = 0, pci_device = 0;
   int compute_capability() const { return cc_major * 10 + cc_minor; }   // 90 for sm_90
   nlohmann::json to_json() const;

@@ -181,6 +181,7 @@ int run_command(const RunArgs& args) {
   options.force = args.force;
   options.force_all = args.force_all;
   options.no_cache = args.no_cache;
+  if (args.lock_timeout >= 0) options.lock_timeout_s = args.lock_timeout;
   if (args.dry_run) {
     print_plan(executor.plan(options));
     return kExitOk;

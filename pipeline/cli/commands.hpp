@@ -24,6 +24,7 @@ struct RunArgs : WorkflowArgs {
   std::string out;                   // default runs/<workflow name>/
   std::string cache;                 // default $AISPFLOW_CACHE or .aispflow/cache
   std::string progress = "auto";     // auto (a live line on a terminal) | lines
+  double lock_timeout = -1;          // --lock-timeout SECONDS; < 0: wait for the measurement lock as long as it takes
 };
 
 struct ExplainArgs : WorkflowArgs {

@@ -65,6 +65,11 @@ int run_cli(int argc, char** argv) {
   run->add_option("--out", run_args.out, "report directory (default runs/<workflow name>/)")->type_name("DIR");
   run->add_option("--cache", run_args.cache, "cache directory (default $AISPFLOW_CACHE or .aispflow/cache)")
       ->type_name("DIR");
+  run->add_option("--lock-timeout", run_args.lock_timeout,
+                  "seconds a measuring node waits for another process's measurement on the same device "
+                  "(default: as long as it takes); then it fails, naming the holder")
+      ->check(CLI::NonNegativeNumber)
+      ->type_name("SECONDS");
   run->add_option("--progress", run_args.progress, "auto (live line on a terminal) | lines")
       ->check(CLI::IsMember({"auto", "lines"}));
   run->footer(kExitCodes);

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <map>
+#include <set>
 
 #ifndef AISPFLOW_HAS_CUDA
 
@@ -91,7 +93,14 @@ TEST_F(CutlassGpu, SelectRecordsEveryCandidateAndTheWinnerFirst) {
     const auto r = select.run(GemmCase{shape_of(1024, 2880, 2880), dtype, "nt"}, test::quick_timing()).front();
     ASSERT_EQ(r.status, "ok") << r.reason;
     const auto& cands = r.extra.at("candidates");
-    EXPECT_EQ(cands.size(), cutlass_instances_for(GemmCase{shape_of(1024, 2880, 2880), dtype, "nt"}).size());
+    // Every manifest row is listed; a runnable one once per scheduler swizzle, a skipped one once.
+    std::map<std::string, std::set<int>> swizzles;
+    for (const auto& c : cands) swizzles[c.at("kernel")].insert(c.value("swizzle", 0));
+    EXPECT_EQ(swizzles.size(), cutlass_instances_for(GemmCase{shape_of(1024, 2880, 2880), dtype, "nt"}).size());
+    for (const auto& [kernel, seen] : swizzles)
+      EXPECT_TRUE(seen == std::set<int>{0} || seen == std::set<int>{1, 2, 4, 8}) << kernel;
+    const auto& winner = cands[std::size_t(r.extra.at("search").at("winner").get<int>())];
+    EXPECT_EQ(r.extra.at("scheduler").at("swizzle"), winner.at("swizzle"));
     int timed = 0;
     for (const auto& c : cands) {
       if (c.at("status") == "ok") {

@@ -78,6 +78,7 @@ void fill_record(GemmRecord& rec, std::vector<Listed>& listed, const std::vector
   rec.max_rel_err = w.max_rel_err;
   rec.time = w.full->stats;
   rec.extra["timing"] = w.full->timing_json();
+  if (w.identity.contains("swizzle")) rec.extra["scheduler"] = {{"swizzle", w.identity["swizzle"]}, {"raster", "heuristic"}};
   if (!w.full->warnings.empty()) rec.extra["warnings"] = w.full->warnings;
   if (list_all)
     for (std::size_t i = 0; i < listed.size(); ++i)
@@ -177,8 +178,8 @@ std::vector<GemmRecord> CutlassProvider::run(const GemmCase& gemm, const TimingP
     for (const CutlassInstance* inst : cutlass_instances_for(gemm))
       if (select_ || (inst->set == "pick" && inst->arch == arch)) rows.push_back(inst);
     std::vector<Listed> listed;
-    std::vector<SearchCandidate> candidates;   // the rows that can run: what the search sees
-    std::vector<const cutlass_abi::InstanceOps*> ops;
+    std::vector<SearchCandidate> candidates;   // the (row, swizzle) pairs that can run: what the search sees
+    std::vector<std::pair<const cutlass_abi::InstanceOps*, int>> ops;   // entry points and swizzle per candidate
     std::optional<std::size_t> pick;
     std::size_t workspace = 0;
     for (const CutlassInstance* inst : rows) {
@@ -209,21 +210,29 @@ std::vector<GemmRecord> CutlassProvider::run(const GemmCase& gemm, const TimingP
       if (!why.empty()) {
         l.entry["status"] = "skipped";
         l.entry["reason"] = why;
-      } else {
-        if (inst->set == "pick") pick = candidates.size();
-        l.searched = candidates.size();
+        listed.push_back(std::move(l));
+        continue;
+      }
+      // One candidate per scheduler swizzle (the profiler's --swizzle_size): the same kernel, its tiles walked
+      // in bands of 1-8 so that neighbours share operands in L2. `cutlass` runs CUTLASS's default (1) only.
+      for (const int swizzle : select_ ? std::vector<int>(kSwizzles.begin(), kSwizzles.end()) : std::vector<int>{1}) {
+        Listed v = l;
+        v.entry["swizzle"] = swizzle;
+        if (inst->set == "pick" && swizzle == 1) pick = candidates.size();
+        v.searched = candidates.size();
         SearchCandidate cand;
         cand.kernel = inst->name();
-        cand.identity = l.entry;
+        cand.identity = v.entry;
         candidates.push_back(std::move(cand));
-        ops.push_back(o);
+        ops.emplace_back(o, swizzle);
+        listed.push_back(std::move(v));
       }
-      listed.push_back(std::move(l));
     }
     DeviceBuffer ws(workspace);
     for (std::size_t i = 0; i < candidates.size(); ++i) {
-      const cutlass_abi::InstanceOps* o = ops[i];
+      const cutlass_abi::InstanceOps* o = ops[i].first;
       cutlass_abi::GemmArgs args = base;
+      args.swizzle = ops[i].second;
       args.workspace = ws.get();
       args.workspace_bytes = ws.bytes();
       const std::string kernel = candidates[i].kernel;

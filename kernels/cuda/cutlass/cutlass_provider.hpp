@@ -6,7 +6,10 @@
 //                   architecture, absent from this build or refused by CUTLASS's can_implement are recorded
 //                   skipped with the reason; the rest verified, screened, the finalists (and always the `pick`
 //                   instance) timed interleaved; the winner's CUTLASS name in `kernel`, every candidate in
-//                   extra["candidates"].
+//                   extra["candidates"]. Each runnable instance is tried with scheduler swizzles 1, 2, 4, 8
+//                   (a run-time argument of the same kernel, as the CUTLASS profiler sweeps it); the winner's
+//                   is in extra["scheduler"].
+#include <array>
 #include <functional>
 #include <optional>
 #include <string>
@@ -19,6 +22,8 @@ namespace aispflow::kernels::cuda {
 class CutlassProvider : public GemmProvider {
  public:
   static constexpr int kFinalists = 3;
+  // cutlass.select tries every runnable instance with each of these scheduler swizzles (docs/cutlass.md).
+  static constexpr std::array<int, 4> kSwizzles{1, 2, 4, 8};
   CutlassProvider(std::function<GpuContext&()> context, bool select);
   std::string name() const override { return select_ ? "cutlass.select" : "cutlass"; }
   Requirements requirements() const override;

@@ -20,6 +20,11 @@ struct GemmArgs {
   const void* scale_b = nullptr;
   float alpha = 1.0f;           // fp8: scale_a * scale_b (per-tensor scales, as cuBLASLt applies them)
   int sm_count = 0;             // for persistent and stream-K schedulers
+  // The tile scheduler's run-time options (the profiler's --swizzle_size / --raster_order): how many CTA rows
+  // (or columns) of tiles are walked together, so that tiles sharing A or B rows run at the same time and hit
+  // in L2. 1 and heuristic are CUTLASS's defaults.
+  int swizzle = 1;              // 1 | 2 | 4 | 8
+  int raster = 0;               // 0 heuristic | 1 along M | 2 along N
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
   cudaStream_t stream = nullptr;

@@ -88,6 +88,8 @@ struct Instance {
                                   hw};
     args.epilogue.thread.alpha = g.alpha;
     args.epilogue.thread.beta = 0.0f;
+    args.scheduler.max_swizzle_size = g.swizzle;
+    args.scheduler.raster_order = static_cast<decltype(args.scheduler.raster_order)>(g.raster);
     return args;
   }
   static int can_implement(const abi::GemmArgs& g) {

@@ -1,0 +1,55 @@
+#pragma once
+// One measurement per device across processes. Inside one `aispflow run`, the dispatcher keeps exclusive nodes
+// (peaks, sweeps, all-to-all) apart; two runs on one machine (two terminals, two CI jobs) would still measure the
+// same GPU or CPU at once and both publish disturbed numbers as clean ones. A MeasurementLock is an advisory
+// flock() per device in a machine-wide directory, taken before an exclusive node measures and held until it
+// returns. flock() locks belong to the open file: the kernel drops them when the process dies, so a crashed or
+// killed run never leaves a device locked.
+//
+// Devices are named by the environment (Environment::measured_devices: a GPU by its UUID, the CPU by host
+// name). Every lock file holds its holder ({"pid", "workflow", "node", "since"}) while it is held, so a run that
+// waits can say who it waits for.
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace aispflow {
+
+struct MeasurementLockOptions {
+  std::filesystem::path dir;                 // empty: default_measurement_lock_dir()
+  std::optional<double> timeout_s;           // nullopt: wait as long as it takes
+  std::string workflow, node;                // written into the lock file for waiters to read
+  std::function<void(const std::string&)> log;   // "waiting for ..." messages (first one, then every 10 s)
+  const std::atomic<bool>* cancel = nullptr; // Ctrl-C while waiting: give up with an "interrupted" error
+};
+
+// $AISPFLOW_LOCK_DIR, else /tmp/aispflow-locks (shared by every user of the machine: created world-writable
+// with the sticky bit, as /tmp is).
+std::filesystem::path default_measurement_lock_dir();
+
+// The lock file's name for a device id ("gpu-GPU-8f2c...", "cpu-host"): letters, digits, '.', '_', '-' kept,
+// anything else '_'.
+std::string measurement_lock_file_name(const std::string& device);
+
+class MeasurementLock {
+ public:
+  // Locks every device (deduplicated, in sorted order, so two runs that want the same devices cannot deadlock).
+  // Throws std::runtime_error naming the device, its holder and the wait on timeout or cancellation, and when
+  // the lock directory or file cannot be used.
+  MeasurementLock(std::vector<std::string> devices, const MeasurementLockOptions& options);
+  ~MeasurementLock();   // empties the holder note and closes: the kernel releases the lock
+  MeasurementLock(const MeasurementLock&) = delete;
+  MeasurementLock& operator=(const MeasurementLock&) = delete;
+
+  // Seconds spent waiting for other processes (0 when every device was free).
+  double waited_s() const { return waited_s_; }
+
+ private:
+  std::vector<int> fds_;
+  double waited_s_ = 0;
+};
+
+}  // namespace aispflow
