@@ -98,7 +98,7 @@ TEST_F(CutlassGpu, SelectRecordsEveryCandidateAndTheWinnerFirst) {
     for (const auto& c : cands) swizzles[c.at("kernel")].insert(c.value("swizzle", 0));
     EXPECT_EQ(swizzles.size(), cutlass_instances_for(GemmCase{shape_of(1024, 2880, 2880), dtype, "nt"}).size());
     for (const auto& [kernel, seen] : swizzles)
-      EXPECT_TRUE(seen == std::set<int>{0} || seen == std::set<int>{1, 2, 4, 8}) << kernel;
+      EXPECT_TRUE((seen == std::set<int>{0} || seen == std::set<int>{1, 2, 4, 8})) << kernel;
     const auto& winner = cands[std::size_t(r.extra.at("search").at("winner").get<int>())];
     EXPECT_EQ(r.extra.at("scheduler").at("swizzle"), winner.at("swizzle"));
     int timed = 0;
