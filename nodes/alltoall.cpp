@@ -204,29 +204,8 @@ std::string markdown(const json& points) {
 
 // Draws every heatmap of heatmap_data() into its SVG file (nodes/heatmap_plot.hpp).
 void write_heatmaps(const NodeContext& ctx, const json& heatmaps) {
-  for (const auto& h : heatmaps) {
-    HeatmapSpec spec;
-    spec.title = h.value("title", std::string());
-    spec.subtitle = h.value("subtitle", std::string());
-    spec.x_label = h.value("x_label", std::string());
-    spec.y_label = h.value("y_label", std::string());
-    for (const auto& t : h["x_ticks"]) spec.x_ticks.push_back(t.get<std::string>());
-    for (const auto& t : h["y_ticks"]) spec.y_ticks.push_back(t.get<std::string>());
-    for (const auto& row : h["values"]) {
-      std::vector<double> r;
-      for (const auto& v : row) r.push_back(v.is_number() ? v.get<double>() : std::nan(""));
-      spec.values.push_back(r);
-    }
-    if (h.contains("cell_notes"))
-      for (const auto& row : h["cell_notes"]) {
-        std::vector<std::string> r;
-        for (const auto& v : row) r.push_back(v.is_string() ? v.get<std::string>() : std::string());
-        spec.notes.push_back(r);
-      }
-    spec.unit = h.value("unit", std::string());
-    spec.higher_is_better = h.value("higher_is_better", true);
-    write_output_file(ctx, h["file"].get<std::string>(), render_heatmap_svg(spec));
-  }
+  for (const auto& h : heatmaps)
+    write_output_file(ctx, h["file"].get<std::string>(), render_heatmap_svg(heatmap_spec_of(h)));
 }
 
 // The data of the p99 and busbw heatmaps (skew rows x size columns, one pair per dtype), in the fields of

@@ -60,13 +60,14 @@ std::string render_heatmap_svg(const HeatmapSpec& spec) {
       const double x = left + cell_w * double(c), y = top + cell_h * double(r);
       const double v = r < spec.values.size() && c < spec.values[r].size() ? spec.values[r][c] : std::nan("");
       const svg::Stroke border{.color = "#ffffff", .width = 2};
-      if (!std::isfinite(v)) {
+      const std::string note = r < spec.notes.size() && c < spec.notes[r].size() ? spec.notes[r][c] : "";
+      if (!std::isfinite(v)) {   // no value: the note says why ("no peer", "FAILED"), else n/a
         doc.rect(x, y, cell_w, cell_h, "#e6e6e6", &border);
-        doc.text(x + cell_w / 2, y + cell_h / 2 + 4, "n/a", {.size = font, .anchor = "middle", .color = "#777777"});
+        doc.text(x + cell_w / 2, y + cell_h / 2 + 4, note.empty() ? "n/a" : note,
+                 {.size = font, .anchor = "middle", .color = "#777777"});
         continue;
       }
       doc.rect(x, y, cell_w, cell_h, scale_colour(quality(v)), &border);
-      const std::string note = r < spec.notes.size() && c < spec.notes[r].size() ? spec.notes[r][c] : "";
       doc.text(x + cell_w / 2, y + cell_h / 2 + (note.empty() ? 4 : -2), records::format_number(v),
                {.size = font, .anchor = "middle", .color = "#111111", .bold = true});
       if (!note.empty())
@@ -99,6 +100,30 @@ std::string render_heatmap_svg(const HeatmapSpec& spec) {
              {.size = 10, .color = "#555555"});
   }
   return doc.str();
+}
+
+HeatmapSpec heatmap_spec_of(const nlohmann::json& h) {
+  HeatmapSpec spec;
+  spec.title = h.value("title", std::string());
+  spec.subtitle = h.value("subtitle", std::string());
+  spec.x_label = h.value("x_label", std::string());
+  spec.y_label = h.value("y_label", std::string());
+  for (const auto& t : h.at("x_ticks")) spec.x_ticks.push_back(t.get<std::string>());
+  for (const auto& t : h.at("y_ticks")) spec.y_ticks.push_back(t.get<std::string>());
+  for (const auto& row : h.at("values")) {
+    std::vector<double> r;
+    for (const auto& v : row) r.push_back(v.is_number() ? v.get<double>() : std::nan(""));
+    spec.values.push_back(r);
+  }
+  if (h.contains("cell_notes"))
+    for (const auto& row : h["cell_notes"]) {
+      std::vector<std::string> r;
+      for (const auto& v : row) r.push_back(v.is_string() ? v.get<std::string>() : std::string());
+      spec.notes.push_back(r);
+    }
+  spec.unit = h.value("unit", std::string());
+  spec.higher_is_better = h.value("higher_is_better", true);
+  return spec;
 }
 
 }  // namespace aispflow

@@ -3,6 +3,8 @@
 // the cell, axis titles and tick labels that never overlap (long column labels are rotated). Used by the
 // `alltoall` node (p99 latency and bus bandwidth over skew x message size).
 #include <limits>
+
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -15,9 +17,14 @@ struct HeatmapSpec {
   std::vector<std::vector<double>> values;      // [row][column]; NaN = no data (hatched, "n/a")
   std::string unit;                             // "ms", "GB/s"
   bool higher_is_better = true;                 // which end of the scale is green
-  std::vector<std::vector<std::string>> notes;  // optional per-cell text under the value (e.g. "FAIL")
+  std::vector<std::vector<std::string>> notes;  // optional per-cell text: under the value (e.g. "FAIL"), or in
+                                                // place of a missing value, saying why (e.g. "no peer")
 };
 
 std::string render_heatmap_svg(const HeatmapSpec& spec);
+
+// A heatmap described in an artifact ({title, subtitle?, x_label, y_label, x_ticks, y_ticks, values (null = n/a),
+// cell_notes?, unit, higher_is_better}: what the alltoall and p2p nodes store beside their SVGs) as a spec.
+HeatmapSpec heatmap_spec_of(const nlohmann::json& h);
 
 }  // namespace aispflow

@@ -19,6 +19,7 @@ void register_builtin_nodes(Registry& registry) {
   registry.add(make_compare_node());
   registry.add(make_alltoall_node());
   registry.add(make_alltoall_compare_node());
+  registry.add(make_p2p_node());
 }
 
 }  // namespace aispflow

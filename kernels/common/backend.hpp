@@ -51,6 +51,12 @@ class Backend : public Environment {
   virtual json run_alltoall(const json& /*plan*/) {
     throw std::runtime_error("the nccl transport needs the CUDA backend with NCCL (backend " + backend_name() + ")");
   }
+  // The `p2p` node (nodes/p2p.cpp): a verified copy of `bytes` for every ordered pair of GPUs and each GPU with
+  // itself, by copy engine and by a kernel reading over the link. Returns {gpus, devices: [{index, name, uuid}],
+  // links: [{from, to, peer_access, nvlink_links?}], pairs: [ceiling-like records p2p.<method>.<i>-><j>]}.
+  virtual json measure_p2p(std::int64_t /*bytes*/, const TimingPolicy& /*timing*/) {
+    throw std::runtime_error("the p2p node needs the CUDA backend and a GPU (backend " + backend_name() + ")");
+  }
 };
 
 // The GPU GEMM providers aispflow knows, whether or not this build or machine can run them: workflow

@@ -69,6 +69,20 @@ class CudaBackend final : public Backend {
     return resource == "gpu" ? int(sys_.devices.size()) : 0;
   }
 
+  json measure_p2p(std::int64_t bytes, const TimingPolicy& timing) override {
+    if (sys_.devices.empty()) throw std::runtime_error("no CUDA device: " + sys_.why_no_device);
+    json devices = json::array(), links = json::array();
+    for (const auto& d : sys_.devices) devices.push_back({{"index", d.index}, {"name", d.name}, {"uuid", d.uuid}});
+    for (const auto& l : sys_.links) {
+      json link = {{"from", l.from}, {"to", l.to}, {"peer_access", l.peer_access}};
+      if (l.nvlink_links) link["nvlink_links"] = *l.nvlink_links;
+      links.push_back(link);
+    }
+    json pairs = json::array();
+    for (auto& c : cuda::measure_p2p(std::size_t(bytes), timing, /*include_local=*/true)) pairs.push_back(std::move(c));
+    return {{"gpus", sys_.devices.size()}, {"devices", devices}, {"links", links}, {"pairs", pairs}};
+  }
+
   // Every GPU this process sees (CUDA_VISIBLE_DEVICES narrows it), by UUID: the same GPU has the same name in
   // every process whatever its index there. CPU providers swept on this backend are not locked against a CPU
   // run (docs/cli.md, "Measurement lock").

@@ -503,9 +503,9 @@ Ceiling measure_l2_read(Harness& harness, std::size_t l2_bytes, const TimingPoli
        }});
 }
 
-std::vector<Ceiling> measure_p2p(std::size_t bytes, const TimingPolicy& timing) {
+std::vector<Ceiling> measure_p2p(std::size_t bytes, const TimingPolicy& timing, bool include_local) {
   int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count < 2) return {};
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count < (include_local ? 1 : 2)) return {};
   bytes = std::max<std::size_t>(bytes / 16 * 16, 16);
   auto seed_of = [](int device) { return 11 + std::uint64_t(device); };
   std::vector<DeviceBuffer> src, dst, expected;
@@ -526,7 +526,8 @@ std::vector<Ceiling> measure_p2p(std::size_t bytes, const TimingPolicy& timing) 
   std::vector<Ceiling> out;
   for (int from = 0; from < count; ++from) {
     for (int to = 0; to < count; ++to) {
-      if (from == to) continue;
+      if (from == to && !include_local) continue;
+      const bool local = from == to;
       const std::string pair = std::to_string(from) + "->" + std::to_string(to);
       Harness& on_from = *harnesses[std::size_t(from)];
       Harness& on_to = *harnesses[std::size_t(to)];
@@ -568,23 +569,27 @@ std::vector<Ceiling> measure_p2p(std::size_t bytes, const TimingPolicy& timing) 
       };
 
       // The copy engines work between any two GPUs (staged through the host without peer access).
-      out.push_back(ceiling("p2p.copy_engine." + pair, "cudaMemcpyPeerAsync of " + size_text(bytes),
+      out.push_back(ceiling("p2p.copy_engine." + pair,
+                            (local ? "cudaMemcpyPeerAsync within GPU " + std::to_string(to) + " of "
+                                   : std::string("cudaMemcpyPeerAsync of ")) + size_text(bytes),
                             verified_measurement(on_from, [&](cudaStream_t s) {
                               AISPFLOW_CUDA_CHECK(cudaMemcpyPeerAsync(dst[std::size_t(to)].get(), to,
                                                                       src[std::size_t(from)].get(), from, bytes, s));
                             })));
       const std::string kernel_name = "p2p.kernel_read." + pair;
-      const std::string kernel_method = "copy kernel on GPU " + std::to_string(to) + " reading GPU " +
-                                        std::to_string(from) + "'s memory, " + size_text(bytes) + " crossing the link";
-      int can = 0;
-      AISPFLOW_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, to, from));
+      const std::string kernel_method =
+          local ? "copy kernel on GPU " + std::to_string(to) + " within its own memory, " + size_text(bytes)
+                : "copy kernel on GPU " + std::to_string(to) + " reading GPU " + std::to_string(from) + "'s memory, " +
+                      size_text(bytes) + " crossing the link";
+      int can = local ? 1 : 0;
+      if (!local) AISPFLOW_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, to, from));
       if (!can) {
         out.push_back({{"name", kernel_name}, {"kind", "interconnect"}, {"unit", "GB/s"}, {"source", "measured"},
                        {"method", kernel_method}, {"from", from}, {"to", to}, {"status", "not measured"},
                        {"reason", "GPU " + std::to_string(to) + " has no peer access to GPU " + std::to_string(from)}});
         continue;
       }
-      {
+      if (!local) {
         ScopedDevice on(to);
         const cudaError_t rc = cudaDeviceEnablePeerAccess(from, 0);
         if (rc == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();

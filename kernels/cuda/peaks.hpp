@@ -100,7 +100,8 @@ Ceiling measure_fp32_fma(Harness& harness, const TimingPolicy& timing, Sabotage 
 // has peer access to the source, a kernel on the destination GPU reading the source GPU's memory (else an
 // entry with status "not measured" and the reason). Each copy is checked against the source's contents
 // before it is timed. Kind "interconnect", unit GB/s, names "p2p.copy_engine.<src>-><dst>" and
-// "p2p.kernel_read.<src>-><dst>". Empty with fewer than 2 GPUs.
-std::vector<Ceiling> measure_p2p(std::size_t bytes, const TimingPolicy& timing);
+// "p2p.kernel_read.<src>-><dst>". Empty with fewer than 2 GPUs, unless `include_local`: then each GPU's copy
+// within its own memory (<i>-><i>, the matrix's diagonal) is measured too, by the same two methods.
+std::vector<Ceiling> measure_p2p(std::size_t bytes, const TimingPolicy& timing, bool include_local = false);
 
 }  // namespace aispflow::kernels::cuda
