@@ -202,7 +202,9 @@ std::string format_number(double value) {
   if (!std::isfinite(value)) return std::isnan(value) ? "nan" : (value > 0 ? "inf" : "-inf");
   char buf[64];
   const double mag = std::fabs(value);
-  if (value == 0 || (mag >= 1e-3 && mag < 1e7))
+  if (mag >= 1e4 && mag < 1e7)   // whole numbers, never 3.188e+04 in a label or table
+    std::snprintf(buf, sizeof buf, "%.0f", value);
+  else if (value == 0 || (mag >= 1e-3 && mag < 1e7))
     std::snprintf(buf, sizeof buf, "%.4g", value);
   else
     std::snprintf(buf, sizeof buf, "%.3e", value);

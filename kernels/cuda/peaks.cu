@@ -568,13 +568,19 @@ std::vector<Ceiling> measure_p2p(std::size_t bytes, const TimingPolicy& timing, 
         return c;
       };
 
-      // The copy engines work between any two GPUs (staged through the host without peer access).
+      // The copy engines work between any two GPUs (staged through the host without peer access). Within one
+      // GPU a device-to-device cudaMemcpyAsync: a short copy is timed as a CUDA graph, which cannot capture
+      // cudaMemcpyPeerAsync.
       out.push_back(ceiling("p2p.copy_engine." + pair,
-                            (local ? "cudaMemcpyPeerAsync within GPU " + std::to_string(to) + " of "
+                            (local ? "cudaMemcpyAsync device to device within GPU " + std::to_string(to) + ", "
                                    : std::string("cudaMemcpyPeerAsync of ")) + size_text(bytes),
                             verified_measurement(on_from, [&](cudaStream_t s) {
-                              AISPFLOW_CUDA_CHECK(cudaMemcpyPeerAsync(dst[std::size_t(to)].get(), to,
-                                                                      src[std::size_t(from)].get(), from, bytes, s));
+                              if (local)
+                                AISPFLOW_CUDA_CHECK(cudaMemcpyAsync(dst[std::size_t(to)].get(), src[std::size_t(from)].get(),
+                                                                    bytes, cudaMemcpyDeviceToDevice, s));
+                              else
+                                AISPFLOW_CUDA_CHECK(cudaMemcpyPeerAsync(dst[std::size_t(to)].get(), to,
+                                                                        src[std::size_t(from)].get(), from, bytes, s));
                             })));
       const std::string kernel_name = "p2p.kernel_read." + pair;
       const std::string kernel_method =
