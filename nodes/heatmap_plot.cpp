@@ -38,7 +38,9 @@ std::string render_heatmap_svg(const HeatmapSpec& spec) {
   const double plot_w = cell_w * double(cols), plot_h = cell_h * double(rows);
   const double bottom = 30 + (rotate ? xtick_w * 0.72 + 10 : font + 10) + 24;
   const double legend_w = 110;
-  const double width = std::max(left + plot_w + legend_w + 30, 40 + svg::text_width(spec.title, 16) + 20);
+  // Wide enough for the title (bold: about 12% wider than the estimate) and the subtitle, however few cells.
+  const double width = std::max({left + plot_w + legend_w + 30, 40 + svg::text_width(spec.title, 16) * 1.12,
+                                 40 + svg::text_width(spec.subtitle, 11)});
   const double height = top + plot_h + bottom;
   svg::Document doc(width, height);
 

@@ -19,9 +19,11 @@ namespace {
 struct Method {
   const char* key;     // the ceiling name's middle part: p2p.<key>.<i>-><j>
   const char* title;
+  const char* detail;
 };
-constexpr Method kMethods[] = {{"copy_engine", "copy engines (cudaMemcpyPeerAsync)"},
-                               {"kernel_read", "copy kernel on the destination reading the source over the link"}};
+constexpr Method kMethods[] = {
+    {"copy_engine", "copy engines", "cudaMemcpyPeerAsync (the diagonal: device-to-device cudaMemcpyAsync)"},
+    {"kernel_read", "kernel reads", "a copy kernel on the destination reading the source's memory"}};
 
 // The matrix of one method: values[i][j] in GB/s (null: not measured), and why a cell is empty.
 json matrix_of(const json& pairs, const std::string& method, int gpus) {
@@ -50,7 +52,7 @@ std::string markdown(const json& pairs) {
   for (const auto& p : pairs) {
     char value[32] = "—", ms[32] = "—";
     if (p.contains("value")) std::snprintf(value, sizeof value, "%.1f", p["value"].get<double>());
-    if (p.contains("time_ms")) std::snprintf(ms, sizeof ms, "%.4f", p["time_ms"].value("median_ms", 0.0));
+    if (p.contains("time_ms")) std::snprintf(ms, sizeof ms, "%.4f", p["time_ms"].value("median", 0.0));
     s += "| " + std::to_string(p.value("from", -1)) + " → " + std::to_string(p.value("to", -1)) + " | " +
          p.value("method", std::string()) + " | " + value + " | " + ms + " | " +
          (p.contains("samples") ? p["samples"].dump() : std::string("—")) + " | " +
@@ -122,8 +124,8 @@ class P2pNode final : public NodeType {
       for (int i = 0; i < gpus; ++i) ticks.push_back("GPU " + std::to_string(i));
       heatmaps.push_back({{"file", std::string("p2p_") + m.key + ".svg"},
                           {"title", std::string("GPU pair bandwidth: ") + m.title},
-                          {"subtitle", std::to_string(gpus) + " GPU(s), " + std::to_string(bytes >> 20) +
-                                           " MiB per copy, each copy verified before it was timed"},
+                          {"subtitle", std::string(m.detail) + "; " + std::to_string(gpus) + " GPU(s), " +
+                                           std::to_string(bytes >> 20) + " MiB per copy, each verified before it was timed"},
                           {"x_label", "destination GPU"}, {"y_label", "source GPU"},
                           {"x_ticks", ticks}, {"y_ticks", ticks}, {"values", matrix["values"]},
                           {"cell_notes", matrix["notes"]}, {"unit", "GB/s"}, {"higher_is_better", true}});

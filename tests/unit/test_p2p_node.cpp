@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 json pair(const std::string& method, int from, int to, double gbps) {
   return {{"name", "p2p." + method + "." + std::to_string(from) + "->" + std::to_string(to)},
           {"from", from}, {"to", to}, {"value", gbps}, {"verified", true}, {"method", "fake " + method},
-          {"time_ms", {{"median_ms", 1.0}}}, {"samples", 10}};
+          {"time_ms", {{"median", 1.0}}}, {"samples", 10}};
 }
 
 class FakeTwoGpus final : public kernels::Backend {
@@ -87,6 +87,7 @@ TEST_F(P2pNodeTest, MatricesHeatmapsAndReasonsForEmptyCells) {
   EXPECT_EQ(kr["notes"][0][1], "no peer");
   for (const char* file : {"p2p_copy_engine.svg", "p2p_kernel_read.svg", "p2p.md"})
     EXPECT_TRUE(fs::exists(dir_ / file)) << file;
+  EXPECT_NE(test::read_file(dir_ / "p2p.md").find("| 1.0000 |"), std::string::npos) << "the median time is in the table";
   const std::string svg = test::read_file(dir_ / "p2p_kernel_read.svg");
   EXPECT_NE(svg.find("no peer"), std::string::npos);
   EXPECT_NE(svg.find("destination GPU"), std::string::npos);
