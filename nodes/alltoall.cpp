@@ -256,24 +256,42 @@ json heatmap_data(const json& points, const std::string& transport, int ranks) {
   return out;
 }
 
-std::filesystem::path rank_worker() {
-  if (const char* p = std::getenv("AISPFLOW_COMM_RANK"); p && *p) return p;
+// The rank program mpirun starts: `aispflow-comm-rank` (transport mpi) or `aispflow-comm-nccl-rank` (transport
+// nccl under mpirun). $AISPFLOW_COMM_RANK / $AISPFLOW_COMM_NCCL_RANK, else beside this executable, else where the
+// build put it; empty when this build has none.
+struct RankProgram {
+  const char* file;
+  const char* env;
+  const char* built;
+};
+#ifdef AISPFLOW_COMM_RANK_BUILD_PATH
+constexpr RankProgram kMpiRank{"aispflow-comm-rank", "AISPFLOW_COMM_RANK", AISPFLOW_COMM_RANK_BUILD_PATH};
+#else
+constexpr RankProgram kMpiRank{"aispflow-comm-rank", "AISPFLOW_COMM_RANK", ""};
+#endif
+#ifdef AISPFLOW_COMM_NCCL_RANK_BUILD_PATH
+constexpr RankProgram kNcclRank{"aispflow-comm-nccl-rank", "AISPFLOW_COMM_NCCL_RANK", AISPFLOW_COMM_NCCL_RANK_BUILD_PATH};
+#else
+constexpr RankProgram kNcclRank{"aispflow-comm-nccl-rank", "AISPFLOW_COMM_NCCL_RANK", ""};
+#endif
+
+std::filesystem::path rank_worker(const RankProgram& program) {
+  if (const char* p = std::getenv(program.env); p && *p) return p;
   std::error_code ec;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec && std::filesystem::exists(self.parent_path() / "aispflow-comm-rank")) return self.parent_path() / "aispflow-comm-rank";
-#ifdef AISPFLOW_COMM_RANK_BUILD_PATH
-  return AISPFLOW_COMM_RANK_BUILD_PATH;
-#else
-  return {};
-#endif
+  if (!ec && std::filesystem::exists(self.parent_path() / program.file)) return self.parent_path() / program.file;
+  return program.built;
 }
 
-json run_mpi(NodeContext& ctx, const json& plan, int ranks, const std::map<std::string, std::string>& nccl_env) {
+json run_mpi(NodeContext& ctx, const json& plan, int ranks, const std::map<std::string, std::string>& nccl_env,
+            const RankProgram& program) {
+  const std::string what = &program == &kNcclRank ? "transport nccl under mpirun" : "transport mpi";
   const auto mpirun = find_mpirun();
-  if (!mpirun) throw NodeError("transport mpi unavailable: no mpirun on PATH (install openmpi-bin)");
-  const auto worker = rank_worker();
+  if (!mpirun) throw NodeError(what + " unavailable: no mpirun on PATH (install openmpi-bin)");
+  const auto worker = rank_worker(program);
   if (worker.empty() || !std::filesystem::exists(worker))
-    throw NodeError("transport mpi unavailable: aispflow-comm-rank was not built (MPI not found at build time?)");
+    throw NodeError(what + " unavailable: " + program.file + " was not built (" +
+                    (&program == &kNcclRank ? "it needs MPI, CUDA and nccl.h at build time)" : "MPI not found at build time?)"));
   const auto plan_file = ctx.out_dir / "plan.json", result_file = ctx.out_dir / "ranks_result.json";
   std::ofstream(plan_file) << plan.dump(1) << "\n";
   MpiLaunch launch;
@@ -318,6 +336,9 @@ class AlltoallNode : public NodeType {
   std::vector<ParamSpec> params() const override {
     return {
         {"transport", ParamKind::string, "mpi", false, "mpi | nccl"},
+        {"launch", ParamKind::string, json(), false,
+         "nccl: process (every GPU of this process, ncclCommInitAll) | mpirun (one rank per GPU through mpirun, "
+         "the NCCL id broadcast over MPI; with hosts, across machines)"},
         {"ranks", ParamKind::integer, json(), false, "mpi: number of MPI ranks (default 2); nccl: GPUs (default all)"},
         {"hosts", ParamKind::list, json(), false, "mpi: hosts for mpirun --host (default: this machine)"},
         {"mpirun_args", ParamKind::list, json(), false, "extra mpirun arguments, before the program"},
@@ -349,6 +370,9 @@ class AlltoallNode : public NodeType {
     try {
       const std::string t = params.value("transport", std::string("mpi"));
       if (t != "mpi" && t != "nccl") return "transport: expected mpi or nccl, got \"" + t + "\"";
+      const std::string l = params.value("launch", std::string("process"));
+      if (l != "process" && l != "mpirun") return "launch: expected process or mpirun, got \"" + l + "\"";
+      if (l == "mpirun" && t != "nccl") return "launch: mpirun applies to transport nccl (transport mpi always uses mpirun)";
       if (positive_int(params, "iterations", 30) < 30) return "iterations: at least 30 timed iterations are required";
       const int ranks = int(positive_int(params, "ranks", 2));
       plan_of(params, ranks);
@@ -366,7 +390,13 @@ class AlltoallNode : public NodeType {
     const Thresholds th = thresholds_of(ctx.params);
     json result;
     int ranks = 0;
-    if (transport == "nccl") {
+    if (transport == "nccl" && ctx.params.value("launch", std::string("process")) == "mpirun") {
+      // One rank per GPU through mpirun: every GPU of this machine unless `ranks` (needed with hosts) says.
+      ranks = has_value(ctx.params, "ranks") ? int(positive_int(ctx.params, "ranks", 1))
+                                             : std::max(1, ctx.env->resource_total("gpu"));
+      ctx.info("nccl under mpirun: " + std::to_string(ranks) + " rank(s), one per GPU");
+      result = run_mpi(ctx, plan_of(ctx.params, ranks), ranks, env, kNcclRank);
+    } else if (transport == "nccl") {
       // One process, every GPU unless `ranks` says fewer; the dispatch sizes are spread over that many.
       ranks = has_value(ctx.params, "ranks") ? int(positive_int(ctx.params, "ranks", 1))
                                              : std::max(1, ctx.env->resource_total("gpu"));
@@ -386,7 +416,7 @@ class AlltoallNode : public NodeType {
         throw NodeError("transport nccl: incomplete result");
     } else {
       ranks = int(positive_int(ctx.params, "ranks", 2));
-      result = run_mpi(ctx, plan_of(ctx.params, ranks), ranks, env);
+      result = run_mpi(ctx, plan_of(ctx.params, ranks), ranks, env, kMpiRank);
     }
     const json plan = plan_of(ctx.params, ranks);
 
@@ -401,9 +431,11 @@ class AlltoallNode : public NodeType {
     NodeOutput out;
     out.data = {{"transport", transport}, {"ranks", ranks}, {"mpi_library", result.value("mpi_library", "")},
                 {"nccl_version", result.value("nccl_version", "")},
+                {"launch", transport == "nccl" ? ctx.params.value("launch", std::string("process")) : "mpirun"},
                 {"nccl_env", env}, {"warmup", plan["warmup"]}, {"iterations", plan["iterations"]},
                 {"thresholds", ctx.params.value("thresholds", json())}, {"points", points},
                 {"summary", {{"pass", pass}, {"fail", fail}, {"failed_points", failed}}}};
+    if (result.contains("placement")) out.data["placement"] = result["placement"];   // host:GPU of each rank
     out.data["heatmaps"] = heatmap_data(points, transport, ranks);
     out.verdict = fail > 0 ? Verdict::expectations_not_met : Verdict::ok;
     out.data["verdict"] = to_string(out.verdict);

@@ -19,7 +19,7 @@ json datasheet_ceiling(const json& entry, std::size_t index) {
   if (!entry.is_object())
     throw std::invalid_argument(where + ": expected {name, kind: memory|compute, unit, value}, got " + entry.dump());
   for (auto it = entry.begin(); it != entry.end(); ++it) {
-    static const std::vector<std::string> allowed = {"name", "kind", "unit", "value", "dtype", "method"};
+    static const std::vector<std::string> allowed = {"name", "kind", "unit", "value", "dtype", "method", "level"};
     if (std::find(allowed.begin(), allowed.end(), it.key()) == allowed.end())
       throw std::invalid_argument(where + "." + it.key() + ": unknown field (expected " + join(allowed) + ")");
   }
@@ -59,6 +59,13 @@ json datasheet_ceiling(const json& entry, std::size_t index) {
             {"unit", canonical},     {"value", value * scale},
             {"source", "datasheet"}, {"method", entry.value("method", std::string("declared in the workflow"))}};
   if (entry.contains("dtype")) c["dtype"] = entry["dtype"];
+  // The memory level the roofline draws it at (hbm, l2, smem, tmem...): how a TMEM figure a user trusts is
+  // declared on sm_100, where the backend's table has none (no public NVIDIA figure; docs/nodes-analysis.md).
+  if (entry.contains("level")) {
+    if (kind != "memory" || !entry["level"].is_string() || entry["level"].get<std::string>().empty())
+      throw std::invalid_argument(where + ".level: a memory level name (hbm, l2, smem, tmem) on a memory ceiling");
+    c["level"] = entry["level"];
+  }
   if (scale != 1) c["declared"] = {{"value", value}, {"unit", unit}};
   return c;
 }
@@ -98,7 +105,8 @@ class PeakNode final : public NodeType {
         {"timing", ParamKind::map, json(), false,
          "warmup, min_samples, max_samples, target_stdrel, budget_s, flush_cache"},
         {"datasheet", ParamKind::list, json(), false,
-         "declared ceilings [{name, kind: memory|compute, unit: GB/s|TB/s|TFLOP/s|PFLOP/s, value, dtype?}]"},
+         "declared ceilings [{name, kind: memory|compute, unit: GB/s|TB/s|TFLOP/s|PFLOP/s, value, dtype?, "
+         "level? (memory: hbm, l2, smem, tmem)}]"},
         {"include_datasheet", ParamKind::boolean, true, false,
          "add the backend's datasheet ceilings for the detected device"},
     };

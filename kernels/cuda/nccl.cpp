@@ -38,6 +38,8 @@ Nccl::Nccl() {
   load_symbol(library_, "ncclGetVersion", api_.get_version);
   load_symbol(library_, "ncclGetErrorString", api_.error_string);
   load_symbol(library_, "ncclCommInitAll", api_.comm_init_all);
+  load_symbol(library_, "ncclGetUniqueId", api_.get_unique_id);
+  load_symbol(library_, "ncclCommInitRank", api_.comm_init_rank);
   load_symbol(library_, "ncclCommDestroy", api_.comm_destroy);
   load_symbol(library_, "ncclGroupStart", api_.group_start);
   load_symbol(library_, "ncclGroupEnd", api_.group_end);
@@ -48,7 +50,8 @@ Nccl::Nccl() {
                            reinterpret_cast<const void*>(api_.comm_init_all), reinterpret_cast<const void*>(api_.comm_destroy),
                            reinterpret_cast<const void*>(api_.group_start), reinterpret_cast<const void*>(api_.group_end),
                            reinterpret_cast<const void*>(api_.all_reduce), reinterpret_cast<const void*>(api_.send),
-                           reinterpret_cast<const void*>(api_.recv)};
+                           reinterpret_cast<const void*>(api_.recv), reinterpret_cast<const void*>(api_.get_unique_id),
+                           reinterpret_cast<const void*>(api_.comm_init_rank)};
   for (const void* entry : entries) {
     if (!entry) {
       why_ = "libnccl.so.2 lacks an entry point aispflow needs (NCCL older than 2.7?)";

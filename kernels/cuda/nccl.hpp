@@ -37,6 +37,8 @@ class Nccl {
     decltype(&::ncclGetVersion) get_version = nullptr;
     decltype(&::ncclGetErrorString) error_string = nullptr;
     decltype(&::ncclCommInitAll) comm_init_all = nullptr;
+    decltype(&::ncclGetUniqueId) get_unique_id = nullptr;   // one rank per process (the MPI launch)
+    decltype(&::ncclCommInitRank) comm_init_rank = nullptr;
     decltype(&::ncclCommDestroy) comm_destroy = nullptr;
     decltype(&::ncclGroupStart) group_start = nullptr;
     decltype(&::ncclGroupEnd) group_end = nullptr;

@@ -155,3 +155,27 @@ TEST_F(AlltoallMpiTest, CompareTableAndTheShippedWorkflowValidates) {
 }
 
 }  // namespace
+
+// The nccl transport under mpirun (`launch: mpirun`): its rank program, on a machine without a GPU, starts
+// under mpirun, finds no GPU on every rank, says so for each rank and leaves no result behind (the node then
+// fails with that output). On GPU machines the gpu-labelled tests run it for real.
+TEST(AlltoallNcclUnderMpirun, RankProgramWithoutAGpuSaysSoAndWritesNoResult) {
+  if (!have_mpirun()) GTEST_SKIP() << "mpirun not installed (apt-get install openmpi-bin libopenmpi-dev)";
+  const fs::path worker = fs::path(AISPFLOW_BIN).parent_path() / "aispflow-comm-nccl-rank";
+  if (!fs::exists(worker)) GTEST_SKIP() << "this build has no aispflow-comm-nccl-rank (it needs CUDA, nccl.h and MPI)";
+  if (std::system("nvidia-smi -L > /dev/null 2>&1") == 0) GTEST_SKIP() << "a GPU is present: this is the no-GPU case";
+  std::random_device rd;
+  const fs::path dir = fs::temp_directory_path() / ("aispflow-test-nccl-mpirun-" + std::to_string(rd()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "plan.json") << R"({"warmup": 1, "iterations": 30, "points": [{"elements": 1024, "elem_bytes": 2, "skew": 0}]})";
+  const Result r = aispflow::test::run_in(
+      dir, "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 120 mpirun --oversubscribe -n 2 " +
+               quote(worker.string()) + " plan.json result.json");
+  EXPECT_NE(r.code, 0) << why(r);
+  EXPECT_NE(r.err.find("rank 0: no CUDA device"), std::string::npos) << why(r);
+  EXPECT_NE(r.err.find("rank 1: no CUDA device"), std::string::npos) << why(r);
+  EXPECT_FALSE(fs::exists(dir / "result.json"));
+  EXPECT_FALSE(fs::exists(dir / "result.json.partial"));
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}

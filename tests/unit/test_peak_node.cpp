@@ -67,6 +67,20 @@ TEST(PeakNode, PassesOptionsAndMergesCeilings) {
   EXPECT_EQ(c[3]["declared"]["unit"], "TB/s");
 }
 
+// A declared TMEM figure becomes its own roofline level; a level on a compute ceiling is refused.
+TEST(PeakNode, DeclaredCeilingCarriesItsLevel) {
+  FakePeakBackend backend;
+  const json out = run_peak(backend, {{"include_datasheet", false},
+                                      {"datasheet", {{{"name", "my.tmem"}, {"kind", "memory"}, {"unit", "TB/s"},
+                                                      {"value", 40}, {"level", "tmem"}}}}});
+  EXPECT_EQ(out["ceilings"].back()["level"], "tmem");
+  EXPECT_DOUBLE_EQ(out["ceilings"].back()["value"].get<double>(), 40000.0);
+  auto node = make_peak_node();
+  EXPECT_NE(node->check_params({{"datasheet", {{{"name", "x"}, {"kind", "compute"}, {"unit", "TFLOP/s"}, {"value", 1},
+                                                {"level", "tmem"}}}}}),
+            "");
+}
+
 TEST(PeakNode, DefaultsAndBackendDatasheetCanBeLeftOut) {
   FakePeakBackend backend;
   const json out = run_peak(backend, {{"include_datasheet", false}});
