@@ -82,4 +82,25 @@ TEST_F(AlltoallNcclTest, DifferentNcclEnvInOneProcessIsRefused) {
   EXPECT_NE((r.out + r.err).find("once per process"), std::string::npos) << r.out << r.err;
 }
 
+// The same transport launched through mpirun, one rank per GPU (launch: mpirun): every point verified and
+// timed, the ranks placed one per GPU. Needs mpirun on the GPU machine (skips with the reason otherwise).
+TEST_F(AlltoallNcclTest, UnderMpirunOneRankPerGpu) {
+  if (std::system("command -v mpirun > /dev/null 2>&1") != 0) GTEST_SKIP() << "no mpirun on this GPU machine";
+  const auto r = run("name: a2a\nnodes:\n  a2a:\n    type: alltoall\n    params: {transport: nccl, launch: mpirun, "
+                     "sizes: [32768, 2097152], skews: [0, 1.35], dtypes: [bf16]}\n");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const json d = data("a2a");
+  EXPECT_EQ(d["ranks"], gpus_);
+  EXPECT_EQ(d["launch"], "mpirun");
+  EXPECT_FALSE(d["mpi_library"].get<std::string>().empty());
+  ASSERT_EQ(d["placement"].size(), std::size_t(gpus_));
+  ASSERT_EQ(d["points"].size(), 4u);
+  for (const auto& p : d["points"]) {
+    EXPECT_EQ(p["status"], "ok") << p.dump();
+    EXPECT_EQ(p["wrong"], 0);
+    EXPECT_GT(p["p50_ms"].get<double>(), 0);
+  }
+}
+
 }  // namespace
+
