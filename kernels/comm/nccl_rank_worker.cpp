@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/comm/rank_result.hpp"
 #include "kernels/common/alltoall_traffic.hpp"
 #include "kernels/cuda/alltoall_exchange.hpp"
 #include "kernels/cuda/nccl.hpp"
@@ -136,21 +137,11 @@ int main(int argc, char** argv) {
   std::vector<char> placement(rank == 0 ? sizeof mine * std::size_t(n) : 1);
   MPI_Gather(mine, sizeof mine, MPI_CHAR, placement.data(), sizeof mine, MPI_CHAR, 0, MPI_COMM_WORLD);
   if (rank == 0) {
-    char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
-    int len = 0;
-    MPI_Get_library_version(version, &len);
-    std::string lib(version, std::size_t(len));
-    if (auto nl = lib.find('\n'); nl != std::string::npos) lib.resize(nl);
     json ranks = json::array();
     for (int r = 0; r < n; ++r) ranks.push_back(std::string(&placement[std::size_t(r) * sizeof mine]));
-    json doc = {{"complete", true},     {"ranks", n},           {"mpi_library", lib},
-                {"nccl_version", nccl.version().value_or("")}, {"placement", ranks}, {"points", results}};
-    const std::string tmp = std::string(argv[2]) + ".partial";
-    std::ofstream(tmp) << doc.dump() << "\n";
-    if (std::rename(tmp.c_str(), argv[2]) != 0) {
-      std::fprintf(stderr, "rank 0: cannot write %s\n", argv[2]);
-      MPI_Abort(MPI_COMM_WORLD, 3);
-    }
+    aispflow::comm::write_result_atomically(
+        argv[2], {{"complete", true}, {"ranks", n}, {"mpi_library", aispflow::comm::mpi_library_version()},
+                  {"nccl_version", nccl.version().value_or("")}, {"placement", ranks}, {"points", results}});
   }
 #endif
   MPI_Finalize();

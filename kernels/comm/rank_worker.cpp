@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/comm/rank_result.hpp"
 #include "kernels/common/alltoall_traffic.hpp"
 
 namespace {
@@ -138,20 +139,9 @@ int main(int argc, char** argv) {
       for (;;) pause();
     }
   }
-  if (rank == 0) {
-    char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
-    int len = 0;
-    MPI_Get_library_version(version, &len);
-    std::string lib(version, len);
-    if (auto nl = lib.find('\n'); nl != std::string::npos) lib.resize(nl);
-    json doc = {{"complete", true}, {"ranks", n}, {"mpi_library", lib}, {"points", results}};
-    const std::string tmp = std::string(argv[2]) + ".partial";
-    std::ofstream(tmp) << doc.dump() << "\n";
-    if (std::rename(tmp.c_str(), argv[2]) != 0) {
-      std::fprintf(stderr, "rank 0: cannot write %s\n", argv[2]);
-      MPI_Abort(MPI_COMM_WORLD, 3);
-    }
-  }
+  if (rank == 0)
+    write_result_atomically(argv[2], {{"complete", true}, {"ranks", n}, {"mpi_library", mpi_library_version()},
+                                      {"points", results}});
   MPI_Finalize();
   return 0;
 }

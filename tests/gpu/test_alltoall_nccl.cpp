@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/gpus.hpp"
 #include "support/text_files.hpp"
 
 namespace {
@@ -20,14 +21,7 @@ using json = nlohmann::json;
 using aispflow::test::quote;
 using aispflow::test::read_file;
 
-int gpu_count() {
-  FILE* p = popen("nvidia-smi -L 2>/dev/null | grep -c '^GPU'", "r");
-  if (!p) return 0;
-  int n = 0;
-  if (std::fscanf(p, "%d", &n) != 1) n = 0;
-  pclose(p);
-  return n;
-}
+int gpu_count() { return aispflow::test::nvidia_smi_gpu_count(); }
 
 class AlltoallNcclTest : public ::testing::Test {
  protected:
