@@ -52,6 +52,7 @@ std::string render_heatmap_svg(const HeatmapSpec& spec) {
     for (double v : row)
       if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
   const bool have = std::isfinite(lo);
+  if (have && std::isfinite(spec.scale_min)) lo = std::min(lo, spec.scale_min);   // e.g. bandwidth from 0
   auto quality = [&](double v) {
     const double t = hi > lo ? (v - lo) / (hi - lo) : 1.0;
     return spec.higher_is_better ? t : 1.0 - t;
@@ -125,6 +126,7 @@ HeatmapSpec heatmap_spec_of(const nlohmann::json& h) {
     }
   spec.unit = h.value("unit", std::string());
   spec.higher_is_better = h.value("higher_is_better", true);
+  if (h.contains("scale_min") && h["scale_min"].is_number()) spec.scale_min = h["scale_min"].get<double>();
   return spec;
 }
 

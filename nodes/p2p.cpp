@@ -128,7 +128,8 @@ class P2pNode final : public NodeType {
                                            std::to_string(bytes >> 20) + " MiB per copy, each verified before it was timed"},
                           {"x_label", "destination GPU"}, {"y_label", "source GPU"},
                           {"x_ticks", ticks}, {"y_ticks", ticks}, {"values", matrix["values"]},
-                          {"cell_notes", matrix["notes"]}, {"unit", "GB/s"}, {"higher_is_better", true}});
+                          {"cell_notes", matrix["notes"]}, {"unit", "GB/s"}, {"higher_is_better", true},
+                          {"scale_min", 0}});
     }
     out.data["heatmaps"] = heatmaps;
     for (const auto& h : heatmaps) write_output_file(ctx, h["file"].get<std::string>(), render_heatmap_svg(heatmap_spec_of(h)));

@@ -2,6 +2,7 @@
 // stands in for two GPUs (one pair without peer access, and optionally one copy that failed its check).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -59,6 +60,10 @@ class P2pNodeTest : public ::testing::Test {
     fs::create_directories(dir_);
   }
   void TearDown() override {
+    // AISPFLOW_TEST_SVG_DIR=dir keeps the heatmaps to look at (e.g. with rsvg-convert).
+    if (const char* keep = std::getenv("AISPFLOW_TEST_SVG_DIR"))
+      for (const char* f : {"p2p_copy_engine.svg", "p2p_kernel_read.svg"})
+        if (fs::exists(dir_ / f)) fs::copy_file(dir_ / f, fs::path(keep) / f, fs::copy_options::overwrite_existing);
     std::error_code ec;
     fs::remove_all(dir_, ec);
   }
