@@ -28,6 +28,7 @@ namespace {
 
 constexpr auto kPoll = std::chrono::milliseconds(50);
 constexpr double kLogEvery_s = 10;
+constexpr const char* kUnknownHolder = "another process (its note is not written yet)";
 
 std::runtime_error errno_error(const std::string& what, const fs::path& path) {
   return std::runtime_error(what + " " + path.string() + ": " + std::strerror(errno));
@@ -40,7 +41,7 @@ std::string read_holder(int fd) {
   const ssize_t n = ::pread(fd, text.data(), text.size(), 0);
   text.resize(n > 0 ? std::size_t(n) : 0);
   const auto note = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!note.is_object() || !note.contains("pid")) return "another process (its note is not written yet)";
+  if (!note.is_object() || !note.contains("pid")) return kUnknownHolder;
   return "pid " + note["pid"].dump() + " (workflow " + note.value("workflow", std::string("?")) + ", node " +
          note.value("node", std::string("?")) + ", since " + note.value("since", std::string("?")) + ")";
 }
@@ -108,9 +109,13 @@ MeasurementLock::MeasurementLock(std::vector<std::string> devices, const Measure
                                    seconds_text(*options.timeout_s) + ": held by " + read_holder(fd) + " (" +
                                    file.string() + ")");
         if (options.log && waited >= next_log_s) {
-          options.log("waiting for the measurement lock on " + device + ", held by " + read_holder(fd) + ", for " +
-                      seconds_text(waited));
-          next_log_s = waited + kLogEvery_s;
+          // The holder writes its note just after it locks: give it a moment rather than report "unknown".
+          const auto holder = read_holder(fd);
+          if (holder != kUnknownHolder || waited >= 1.0) {
+            options.log("waiting for the measurement lock on " + device + ", held by " + holder + ", for " +
+                        seconds_text(waited));
+            next_log_s = waited + kLogEvery_s;
+          }
         }
         std::this_thread::sleep_for(kPoll);
       }

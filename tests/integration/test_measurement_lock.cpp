@@ -45,11 +45,11 @@ const char* kWorkflow =
     "  hold_a:\n"
     "    type: command\n"
     "    exclusive: true\n"
-    "    params: {run: \"sleep 0.8\"}\n"
+    "    params: {run: \"sleep 1.2\"}\n"
     "  hold_b:\n"
     "    type: command\n"
     "    exclusive: true\n"
-    "    params: {run: \"sleep 0.8\"}\n";
+    "    params: {run: \"sleep 1.2\"}\n";
 
 // "2026-11-24T01:02:03.456Z" -> milliseconds since the epoch.
 long long epoch_ms(const std::string& iso) {
