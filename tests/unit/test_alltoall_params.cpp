@@ -1,0 +1,36 @@
+// alltoall: which parameter combinations the node accepts, and what it asks of the machine (no MPI, no GPU
+// needed: check_params and requirements only). The end-to-end runs are tests/integration/test_alltoall_mpi.cpp
+// and tests/gpu/test_alltoall_nccl.cpp.
+#include <gtest/gtest.h>
+
+#include "nodes/node_factories.hpp"
+
+namespace aispflow {
+namespace {
+
+TEST(AlltoallParams, TransportAndLaunch) {
+  auto node = make_alltoall_node();
+  EXPECT_EQ(node->check_params({{"transport", "mpi"}, {"ranks", 2}}), "");
+  EXPECT_EQ(node->check_params({{"transport", "nccl"}}), "");
+  EXPECT_EQ(node->check_params({{"transport", "nccl"}, {"launch", "process"}}), "");
+  EXPECT_EQ(node->check_params({{"transport", "nccl"}, {"launch", "mpirun"}, {"ranks", 16},
+                                {"hosts", {"nodeA:8", "nodeB:8"}}}),
+            "");
+  EXPECT_NE(node->check_params({{"transport", "gloo"}}).find("transport: expected mpi or nccl"), std::string::npos);
+  EXPECT_NE(node->check_params({{"transport", "nccl"}, {"launch", "ssh"}}).find("launch: expected process or mpirun"),
+            std::string::npos);
+  EXPECT_NE(node->check_params({{"transport", "mpi"}, {"launch", "mpirun"}}).find("applies to transport nccl"),
+            std::string::npos);
+  EXPECT_NE(node->check_params({{"iterations", 10}}).find("at least 30"), std::string::npos);
+}
+
+TEST(AlltoallParams, OnlyTheNcclTransportNeedsAGpu) {
+  auto node = make_alltoall_node();
+  EXPECT_EQ(node->requirements({{"transport", "mpi"}}).gpus, 0);
+  EXPECT_EQ(node->requirements({{"transport", "nccl"}}).gpus, 1);
+  EXPECT_EQ(node->requirements({{"transport", "nccl"}, {"launch", "mpirun"}}).gpus, 1);
+  EXPECT_TRUE(node->traits().exclusive) << "it measures: the measurement lock applies";
+}
+
+}  // namespace
+}  // namespace aispflow
