@@ -16,8 +16,8 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include "pipeline/dispatcher.hpp"
-#include "pipeline/measurement_lock.hpp"
 #include "pipeline/hash.hpp"
+#include "pipeline/measurement_lock.hpp"
 
 namespace aispflow {
 
