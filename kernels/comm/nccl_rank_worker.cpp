@@ -46,15 +46,7 @@ bool all_ok(const std::string& why_not, int rank, int n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0, n = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  if (argc != 3) {
-    if (rank == 0) std::fprintf(stderr, "usage: aispflow-comm-nccl-rank <plan.json> <result.json>\n");
-    MPI_Finalize();
-    return 2;
-  }
+  const auto [rank, n] = aispflow::comm::start_rank_program(argc, argv, "aispflow-comm-nccl-rank");
   json plan;
   std::string why_not;
   try {

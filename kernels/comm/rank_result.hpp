@@ -1,6 +1,7 @@
 #pragma once
-// What both rank programs (aispflow-comm-rank, aispflow-comm-nccl-rank) do at the end, on rank 0: name the MPI
-// library and write the result so that a partial run never leaves a complete-looking file.
+// What both rank programs (aispflow-comm-rank, aispflow-comm-nccl-rank) share: starting MPI with their
+// `<plan.json> <result.json>` arguments, and at the end, on rank 0, naming the MPI library and writing the result
+// so that a partial run never leaves a complete-looking file.
 #include <mpi.h>
 
 #include <cstdio>
@@ -10,6 +11,24 @@
 #include <nlohmann/json.hpp>
 
 namespace aispflow::comm {
+
+struct MpiWorld {
+  int rank = 0, size = 1;
+};
+
+// MPI_Init, this rank and the world size; with other than two arguments, rank 0 prints the usage of `program`
+// and the job ends with status 2.
+inline MpiWorld start_rank_program(int& argc, char**& argv, const char* program) {
+  MPI_Init(&argc, &argv);
+  MpiWorld w;
+  MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &w.size);
+  if (argc != 3) {
+    if (w.rank == 0) std::fprintf(stderr, "usage: %s <plan.json> <result.json>\n", program);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  return w;
+}
 
 // The first line of MPI_Get_library_version ("Open MPI v4.1.4, package: ...").
 inline std::string mpi_library_version() {

@@ -105,14 +105,7 @@ json run_point(const json& point, int rank, int n, int warmup, int iterations) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0, n = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  if (argc != 3) {
-    if (rank == 0) std::fprintf(stderr, "usage: aispflow-comm-rank <plan.json> <result.json>\n");
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
+  const auto [rank, n] = start_rank_program(argc, argv, "aispflow-comm-rank");
   json plan;
   try {
     std::ifstream in(argv[1]);

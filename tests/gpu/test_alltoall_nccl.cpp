@@ -21,12 +21,10 @@ using json = nlohmann::json;
 using aispflow::test::quote;
 using aispflow::test::read_file;
 
-int gpu_count() { return aispflow::test::nvidia_smi_gpu_count(); }
-
 class AlltoallNcclTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    gpus_ = gpu_count();
+    gpus_ = aispflow::test::nvidia_smi_gpu_count();
     if (gpus_ == 0) GTEST_SKIP() << "no GPU (nvidia-smi lists none): the nccl transport needs one";
     std::random_device rd;
     dir_ = fs::temp_directory_path() / ("aispflow-test-a2a-nccl-" + std::to_string(rd()));

@@ -20,10 +20,8 @@ using json = nlohmann::json;
 using aispflow::test::quote;
 using aispflow::test::read_file;
 
-int gpu_count() { return aispflow::test::nvidia_smi_gpu_count(); }
-
 TEST(P2pNode, MatrixOfEveryGpuVerifiedWithHeatmaps) {
-  const int gpus = gpu_count();
+  const int gpus = aispflow::test::nvidia_smi_gpu_count();
   if (gpus == 0) GTEST_SKIP() << "no GPU (nvidia-smi lists none): the p2p node needs one";
   std::random_device rd;
   const fs::path dir = fs::temp_directory_path() / ("aispflow-test-p2p-" + std::to_string(rd()));
