@@ -15,23 +15,6 @@ const char* kBytesRead = "dram__bytes_read.sum";
 const char* kBytesWrite = "dram__bytes_write.sum";
 const char* kDuration = "gpu__time_duration.sum";
 
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return {};
-  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
-}
-
-std::string lower(std::string s) {
-  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-int column(const std::vector<std::string>& header, const std::string& name) {
-  for (std::size_t i = 0; i < header.size(); ++i)
-    if (trim(header[i]) == name) return int(i);
-  return -1;
-}
-
 // Where one launch's metrics accumulate while reading.
 struct Launch {
   std::string kernel;
@@ -58,6 +41,23 @@ void assign(Launch& l, const std::string& metric, std::optional<double> v) {
 }
 
 }  // namespace
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return {};
+  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+int column(const std::vector<std::string>& header, const std::string& name) {
+  for (std::size_t i = 0; i < header.size(); ++i)
+    if (trim(header[i]) == name) return int(i);
+  return -1;
+}
 
 std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
   std::vector<std::vector<std::string>> rows;

@@ -11,22 +11,9 @@ namespace aispflow::roofline {
 
 namespace {
 
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return {};
-  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
-}
-
-std::string lower(std::string s) {
-  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-int column(const std::vector<std::string>& header, const std::string& name) {
-  for (std::size_t i = 0; i < header.size(); ++i)
-    if (trim(header[i]) == name) return int(i);
-  return -1;
-}
+using ncu::column;
+using ncu::lower;
+using ncu::trim;
 
 std::vector<std::vector<std::string>> rows_of(const std::string& text, const std::string& shown) {
   try {
