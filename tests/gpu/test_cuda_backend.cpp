@@ -28,6 +28,7 @@ TEST(CudaBackend, NotBuilt) { GTEST_SKIP() << "no CUDA device: this aispflow was
 #include "kernels/cuda/nccl.hpp"
 #include "kernels/cuda/nvml.hpp"
 #include "kernels/cuda/peaks.hpp"
+#include "support/gpu_test.hpp"
 
 namespace aispflow::kernels {
 namespace {
@@ -150,27 +151,7 @@ TEST(CudaDatasheet, MatchesByName) {
 
 // ---- on a GPU ------------------------------------------------------------------------------------------
 
-class CudaGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string why;
-    if (!cuda_device_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
-    ctx_ = std::make_unique<GpuContext>(0);
-  }
-  GpuContext& ctx() { return *ctx_; }
-  std::function<GpuContext&()> context_fn() {
-    return [this]() -> GpuContext& { return *ctx_; };
-  }
-  static TimingPolicy quick() {
-    TimingPolicy p;
-    p.warmup = 1;
-    p.min_samples = 3;
-    p.max_samples = 20;
-    p.budget_s = 0.1;
-    return p;
-  }
-  std::unique_ptr<GpuContext> ctx_;
-};
+using CudaGpu = test::GpuTest;
 
 GemmShape shape_of(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch = 1) {
   GemmShape s;

@@ -22,6 +22,7 @@ TEST(CudaPeaks, NotBuilt) { GTEST_SKIP() << "no CUDA device: this aispflow was b
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/cuda/device.hpp"
 #include "kernels/cuda/peaks.hpp"
+#include "support/gpu_test.hpp"
 
 namespace aispflow::kernels {
 namespace {
@@ -42,24 +43,7 @@ TEST(CudaPeaks, ExactPatternKeepsSumsBelowTwoToThe24) {
   EXPECT_EQ(ExactPattern::max_value_for(std::uint64_t(1) << 24), 0u);
 }
 
-class CudaGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string why;
-    if (!cuda_device_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
-    ctx_ = std::make_unique<GpuContext>(0);
-  }
-  GpuContext& ctx() { return *ctx_; }
-  static TimingPolicy quick() {
-    TimingPolicy p;
-    p.warmup = 1;
-    p.min_samples = 3;
-    p.max_samples = 20;
-    p.budget_s = 0.1;
-    return p;
-  }
-  std::unique_ptr<GpuContext> ctx_;
-};
+using CudaGpu = test::GpuTest;
 
 // The checks every bandwidth kernel passes before it is timed do catch wrong outputs.
 TEST_F(CudaGpu, BandwidthChecksCatchWrongOutputs) {

@@ -24,6 +24,7 @@ TEST(Cutlass, NotBuilt) { GTEST_SKIP() << "no CUDA device: this aispflow was bui
 #include "kernels/cuda/device.hpp"
 #include "kernels/cuda/gemm_data.hpp"
 #include "kernels/cuda/grouped_providers.hpp"
+#include "support/gpu_test.hpp"
 #include "support/quick_timing.hpp"
 
 namespace aispflow::kernels {
@@ -31,19 +32,14 @@ namespace {
 
 using namespace aispflow::kernels::cuda;
 
-class CutlassGpu : public ::testing::Test {
+class CutlassGpu : public test::GpuTest {
  protected:
   void SetUp() override {
-    std::string why;
-    if (!cuda_device_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+    test::GpuTest::SetUp();
+    if (IsSkipped()) return;
     if (!cutlass_built()) GTEST_SKIP() << "this build has no CUTLASS: " << cutlass_build_info().dump();
-    ctx_ = std::make_unique<GpuContext>(0);
     cc_ = system_info().devices.front().compute_capability();
   }
-  std::function<GpuContext&()> context_fn() {
-    return [this]() -> GpuContext& { return *ctx_; };
-  }
-  std::unique_ptr<GpuContext> ctx_;
   int cc_ = 0;
 };
 
