@@ -388,19 +388,18 @@ class AlltoallNode : public NodeType {
     const std::string transport = ctx.params.value("transport", std::string("mpi"));
     const auto env = nccl_env_of(ctx.params);
     const Thresholds th = thresholds_of(ctx.params);
+    const bool nccl = transport == "nccl";
+    const bool under_mpirun = !nccl || ctx.params.value("launch", std::string("process")) == "mpirun";
+    // mpi: `ranks` processes (default 2). nccl: one rank per GPU, every GPU of this machine unless `ranks` (needed
+    // with hosts) says otherwise; the dispatch sizes are spread over that many.
+    const int ranks = has_value(ctx.params, "ranks") || !nccl ? int(positive_int(ctx.params, "ranks", 2))
+                                                               : std::max(1, ctx.env->resource_total("gpu"));
+    json plan = plan_of(ctx.params, ranks);
     json result;
-    int ranks = 0;
-    if (transport == "nccl" && ctx.params.value("launch", std::string("process")) == "mpirun") {
-      // One rank per GPU through mpirun: every GPU of this machine unless `ranks` (needed with hosts) says.
-      ranks = has_value(ctx.params, "ranks") ? int(positive_int(ctx.params, "ranks", 1))
-                                             : std::max(1, ctx.env->resource_total("gpu"));
-      ctx.info("nccl under mpirun: " + std::to_string(ranks) + " rank(s), one per GPU");
-      result = run_mpi(ctx, plan_of(ctx.params, ranks), ranks, env, kNcclRank);
-    } else if (transport == "nccl") {
-      // One process, every GPU unless `ranks` says fewer; the dispatch sizes are spread over that many.
-      ranks = has_value(ctx.params, "ranks") ? int(positive_int(ctx.params, "ranks", 1))
-                                             : std::max(1, ctx.env->resource_total("gpu"));
-      json plan = plan_of(ctx.params, ranks);
+    if (under_mpirun) {
+      if (nccl) ctx.info("nccl under mpirun: " + std::to_string(ranks) + " rank(s), one per GPU");
+      result = run_mpi(ctx, plan, ranks, env, nccl ? kNcclRank : kMpiRank);
+    } else {
       plan["ranks"] = ranks;
       plan["nccl_env"] = env;
       ctx.info("nccl over " + std::to_string(ranks) + " GPU(s), " + std::to_string(plan["points"].size()) + " points" +
@@ -414,11 +413,7 @@ class AlltoallNode : public NodeType {
       }
       if (!result.value("complete", false) || result["points"].size() != plan["points"].size())
         throw NodeError("transport nccl: incomplete result");
-    } else {
-      ranks = int(positive_int(ctx.params, "ranks", 2));
-      result = run_mpi(ctx, plan_of(ctx.params, ranks), ranks, env, kMpiRank);
     }
-    const json plan = plan_of(ctx.params, ranks);
 
     json points = json::array();
     int pass = 0, fail = 0, failed = 0;

@@ -126,7 +126,6 @@ MeasurementLock::MeasurementLock(std::vector<std::string> devices, const Measure
     fds_.clear();
     throw;
   }
-  waited_s_ = std::chrono::duration<double>(SteadyClock::now() - start).count();
 }
 
 MeasurementLock::~MeasurementLock() {

@@ -44,12 +44,8 @@ class MeasurementLock {
   MeasurementLock(const MeasurementLock&) = delete;
   MeasurementLock& operator=(const MeasurementLock&) = delete;
 
-  // Seconds spent waiting for other processes (0 when every device was free).
-  double waited_s() const { return waited_s_; }
-
  private:
   std::vector<int> fds_;
-  double waited_s_ = 0;
 };
 
 }  // namespace aispflow

@@ -1,6 +1,8 @@
 #include "kernels/cuda/alltoall_exchange.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "kernels/cuda/check.hpp"
 
@@ -44,6 +46,8 @@ int grid_for(std::int64_t count) { return int(std::clamp<std::int64_t>((count + 
 
 NcclAlltoall::NcclAlltoall(int world, std::vector<LocalRank> locals, std::size_t max_bytes)
     : world_(world), locals_(std::move(locals)), buffers_(locals_.size()) {
+  const char* corrupt = std::getenv("AISPFLOW_COMM_TEST_CORRUPT");
+  corrupt_for_test_ = corrupt && *corrupt && std::string(corrupt) != "0";
   try {
     for (std::size_t l = 0; l < locals_.size(); ++l) {
       Buffers& b = buffers_[l];
@@ -120,6 +124,10 @@ std::uint64_t NcclAlltoall::exchange_and_count_wrong() {
     for (int s = 0; s < world_; ++s)
       fill_pattern<<<grid_for(m_[s][g]), 256, 0, b.stream>>>(b.recv + recv_offset_[g][s] * width_, m_[s][g], width_, s, g,
                                                               true);
+    // Test hook (as aispflow-comm-rank's): rank 0 sends one wrong element to the last rank, so the check
+    // below is seen to fail (tests/gpu/test_alltoall_nccl.cpp).
+    if (g == 0 && corrupt_for_test_ && m_[0][world_ - 1] > 0)
+      fill_pattern<<<1, 1, 0, b.stream>>>(b.send + send_offset_[0][world_ - 1] * width_, 1, width_, 0, world_ - 1, true);
     AISPFLOW_CUDA_CHECK_LAUNCH();
     AISPFLOW_CUDA_CHECK(cudaMemsetAsync(b.wrong, 0, sizeof(unsigned long long), b.stream));
   }

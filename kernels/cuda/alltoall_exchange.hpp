@@ -53,6 +53,7 @@ class NcclAlltoall {
   std::vector<Buffers> buffers_;
   comm::TrafficMatrix m_;
   int width_ = 1;
+  bool corrupt_for_test_ = false;   // AISPFLOW_COMM_TEST_CORRUPT=1 (docs/nodes-comm.md, test hooks)
   std::vector<std::vector<std::int64_t>> send_offset_, recv_offset_;   // [rank][peer], elements
 };
 

@@ -10,13 +10,16 @@
 namespace aispflow::kernels::cuda {
 
 struct CudaError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit CudaError(const std::string& what, cudaError_t code = cudaErrorUnknown)
+      : std::runtime_error(what), status(code) {}
+  cudaError_t status;   // the runtime's error code (cudaErrorUnknown when the error did not come from one)
 };
 
 inline void check_cuda(cudaError_t status, const char* call, const char* file, int line) {
   if (status == cudaSuccess) return;
   throw CudaError(std::string(call) + " failed: " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) +
-                  ") at " + file + ":" + std::to_string(line));
+                      ") at " + file + ":" + std::to_string(line),
+                  status);
 }
 
 }  // namespace aispflow::kernels::cuda

@@ -26,6 +26,13 @@ struct Graph {
     if (graph) cudaGraphDestroy(graph);
   }
 };
+// The errors by which CUDA says the work cannot be captured (not that it failed).
+bool capture_refused(cudaError_t e) {
+  return e == cudaErrorStreamCaptureUnsupported || e == cudaErrorStreamCaptureInvalidated ||
+         e == cudaErrorStreamCaptureImplicit || e == cudaErrorStreamCaptureUnjoined ||
+         e == cudaErrorStreamCaptureIsolation || e == cudaErrorStreamCaptureWrongThread;
+}
+
 }  // namespace
 
 nlohmann::json Measurement::timing_json() const {
@@ -122,6 +129,7 @@ struct Harness::Prepared {
   Graph graph;
   bool use_graph = false;
   int launches_per_sample = 1;
+  std::string note;   // why it is not timed as a graph although it is short (a warning of the measurement)
 };
 
 void Harness::prepare(const TimingPolicy& policy, Prepared& p) {
@@ -139,19 +147,40 @@ void Harness::prepare(const TimingPolicy& policy, Prepared& p) {
   p.launches_per_sample =
       std::clamp(int(std::ceil(kGraphSampleTargetMs / std::max(estimate_ms, 1e-4))), 2, kMaxGraphLaunches);
   AISPFLOW_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  cudaError_t refused = cudaSuccess;   // the capture's own error when the work cannot be captured
   try {
     for (int i = 0; i < p.launches_per_sample; ++i) p.launch(stream_);
-  } catch (...) {
+  } catch (const std::exception& e) {
     // Leave the stream usable: a capture left open would make every later call on it fail.
     cudaGraph_t partial = nullptr;
     cudaStreamEndCapture(stream_, &partial);
     if (partial) cudaGraphDestroy(partial);
-    throw;
+    const auto* cuda = dynamic_cast<const CudaError*>(&e);
+    if (!cuda || !capture_refused(cuda->status)) throw;
+    refused = cuda->status;
   }
-  const cudaError_t launched = cudaGetLastError();
-  const cudaError_t ended = cudaStreamEndCapture(stream_, &p.graph.graph);
-  AISPFLOW_CUDA_CHECK(launched);
-  AISPFLOW_CUDA_CHECK(ended);
+  if (refused == cudaSuccess) {
+    const cudaError_t launched = cudaGetLastError();
+    const cudaError_t ended = cudaStreamEndCapture(stream_, &p.graph.graph);
+    if (capture_refused(launched) || capture_refused(ended)) {
+      refused = capture_refused(launched) ? launched : ended;
+    } else {
+      AISPFLOW_CUDA_CHECK(launched);
+      AISPFLOW_CUDA_CHECK(ended);
+    }
+  }
+  if (refused != cudaSuccess) {
+    // Work a graph cannot hold (a peer copy, say) is still timed, one launch per sample, and says so: its time
+    // then includes the launch overhead the graph would have amortised.
+    cudaGetLastError();
+    if (p.graph.graph) cudaGraphDestroy(p.graph.graph);
+    p.graph.graph = nullptr;
+    p.use_graph = false;
+    p.launches_per_sample = 1;
+    p.note = std::string("not capturable into a CUDA graph (") + cudaGetErrorName(refused) +
+             "): timed one launch per sample, launch overhead included";
+    return;
+  }
   AISPFLOW_CUDA_CHECK(cudaGraphInstantiate(&p.graph.exec, p.graph.graph, 0));
   // The first replay uploads the graph: keep it out of the samples.
   AISPFLOW_CUDA_CHECK(cudaGraphLaunch(p.graph.exec, stream_));
@@ -221,6 +250,7 @@ std::vector<Measurement> Harness::time_interleaved(const TimingPolicy& policy,
     m.clocks_before = clocks_before;
     m.clocks_after = clocks_after;
     add_warnings(m, policy);
+    if (!work[i]->note.empty()) m.warnings.push_back(work[i]->note);
     out.push_back(std::move(m));
   }
   return out;

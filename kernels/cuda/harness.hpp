@@ -73,8 +73,10 @@ class Harness {
   cudaStream_t stream() const { return stream_; }
   std::size_t l2_flush_bytes() const { return flush_.bytes(); }
 
-  // Times `launch`, which enqueues the work once on the given stream. It must be capturable into a CUDA
-  // graph: no synchronisation, no allocation, no host reads inside. Throws CudaError if the work fails.
+  // Times `launch`, which enqueues the work once on the given stream. It should be capturable into a CUDA
+  // graph: no synchronisation, no allocation, no host reads inside. Short work that CUDA refuses to capture
+  // (cudaMemcpyPeerAsync, for one) is timed one launch per sample instead, with a warning in the measurement.
+  // Throws CudaError if the work fails.
   // Measurements on one harness are serialised (two timings must never overlap on one GPU).
   Measurement time(const TimingPolicy& policy, const std::function<void(cudaStream_t)>& launch);
 

@@ -503,7 +503,7 @@ Ceiling measure_l2_read(Harness& harness, std::size_t l2_bytes, const TimingPoli
        }});
 }
 
-std::vector<Ceiling> measure_p2p(std::size_t bytes, const TimingPolicy& timing, bool include_local) {
+std::vector<Ceiling> measure_p2p(std::size_t bytes, const TimingPolicy& timing, bool include_local, Sabotage sabotage) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count < (include_local ? 1 : 2)) return {};
   bytes = std::max<std::size_t>(bytes / 16 * 16, 16);
@@ -521,6 +521,8 @@ std::vector<Ceiling> measure_p2p(std::size_t bytes, const TimingPolicy& timing, 
     harnesses.push_back(std::make_unique<Harness>(d));
     checks.push_back(std::make_unique<OutputCheck>(harnesses.back()->stream()));
   }
+  // What the copies move: all of it, or half under the test hook (the check must then fail).
+  const std::size_t moved = sabotage == Sabotage::p2p_half ? bytes / 32 * 16 : bytes;
   TimingPolicy policy = timing;
   policy.flush_cache = false;
   std::vector<Ceiling> out;
@@ -569,18 +571,18 @@ std::vector<Ceiling> measure_p2p(std::size_t bytes, const TimingPolicy& timing, 
       };
 
       // The copy engines work between any two GPUs (staged through the host without peer access). Within one
-      // GPU a device-to-device cudaMemcpyAsync: a short copy is timed as a CUDA graph, which cannot capture
-      // cudaMemcpyPeerAsync.
+      // GPU it is a plain device-to-device copy; unlike a peer copy, a CUDA graph can hold it, so a short one is
+      // timed without launch overhead (see Harness::time).
       out.push_back(ceiling("p2p.copy_engine." + pair,
                             (local ? "cudaMemcpyAsync device to device within GPU " + std::to_string(to) + ", "
                                    : std::string("cudaMemcpyPeerAsync of ")) + size_text(bytes),
                             verified_measurement(on_from, [&](cudaStream_t s) {
                               if (local)
                                 AISPFLOW_CUDA_CHECK(cudaMemcpyAsync(dst[std::size_t(to)].get(), src[std::size_t(from)].get(),
-                                                                    bytes, cudaMemcpyDeviceToDevice, s));
+                                                                    moved, cudaMemcpyDeviceToDevice, s));
                               else
                                 AISPFLOW_CUDA_CHECK(cudaMemcpyPeerAsync(dst[std::size_t(to)].get(), to,
-                                                                        src[std::size_t(from)].get(), from, bytes, s));
+                                                                        src[std::size_t(from)].get(), from, moved, s));
                             })));
       const std::string kernel_name = "p2p.kernel_read." + pair;
       const std::string kernel_method =
@@ -605,7 +607,7 @@ std::vector<Ceiling> measure_p2p(std::size_t bytes, const TimingPolicy& timing, 
       out.push_back(ceiling(kernel_name, kernel_method, verified_measurement(on_to, [&](cudaStream_t s) {
                               copy_kernel<4><<<unsigned(sms * 8), 256, 0, s>>>(
                                   src[std::size_t(from)].as<float4>(), dst[std::size_t(to)].as<float4>(),
-                                  std::int64_t(bytes / 16));
+                                  std::int64_t(moved / 16));
                               AISPFLOW_CUDA_CHECK_LAUNCH();
                             })));
     }

@@ -28,6 +28,7 @@ enum class Sabotage {
   triad_b_twice,      // hbm.triad: a = b + s*b
   fma_noop,           // cuda_core.fp32: nothing is launched
   fma_half,           // cuda_core.fp32: half the iterations
+  p2p_half,           // p2p.*: both copies move only the first half of the buffer
 };
 
 // Data whose sum is known exactly without reading it: value(i) = 1 + hash(seed, i) % max_value, small
@@ -102,6 +103,7 @@ Ceiling measure_fp32_fma(Harness& harness, const TimingPolicy& timing, Sabotage 
 // before it is timed. Kind "interconnect", unit GB/s, names "p2p.copy_engine.<src>-><dst>" and
 // "p2p.kernel_read.<src>-><dst>". Empty with fewer than 2 GPUs, unless `include_local`: then each GPU's copy
 // within its own memory (<i>-><i>, the matrix's diagonal) is measured too, by the same two methods.
-std::vector<Ceiling> measure_p2p(std::size_t bytes, const TimingPolicy& timing, bool include_local = false);
+std::vector<Ceiling> measure_p2p(std::size_t bytes, const TimingPolicy& timing, bool include_local = false,
+                                 Sabotage sabotage = Sabotage::none);
 
 }  // namespace aispflow::kernels::cuda

@@ -34,9 +34,9 @@ class AlltoallNcclTest : public ::testing::Test {
     std::error_code ec;
     if (!dir_.empty()) fs::remove_all(dir_, ec);
   }
-  aispflow::test::CommandResult run(const std::string& yaml) {
+  aispflow::test::CommandResult run(const std::string& yaml, const std::string& env = "") {
     std::ofstream(dir_ / "a2a.yaml") << yaml;
-    return aispflow::test::run_in(dir_, "timeout 600 " + quote(aispflow::test::aispflow_binary(AISPFLOW_BIN)) +
+    return aispflow::test::run_in(dir_, env + " timeout 600 " + quote(aispflow::test::aispflow_binary(AISPFLOW_BIN)) +
                                             " run a2a.yaml --backend cuda --progress lines --cache cache --out out");
   }
   json data(const std::string& node) {
@@ -72,6 +72,27 @@ TEST_F(AlltoallNcclTest, DifferentNcclEnvInOneProcessIsRefused) {
                      "nccl_env: {NCCL_PROTO: Simple}}\n");
   EXPECT_NE(r.code, 0) << r.out << r.err;
   EXPECT_NE((r.out + r.err).find("once per process"), std::string::npos) << r.out << r.err;
+}
+
+// The broken case of the data check, for both launches: rank 0 sends one wrong element to the last rank
+// (the AISPFLOW_COMM_TEST_CORRUPT hook); every point then counts it, fails and is never timed, and the run exits 3.
+TEST_F(AlltoallNcclTest, OneWrongElementFailsEveryPointUntimed) {
+  const bool mpirun = std::system("command -v mpirun > /dev/null 2>&1") == 0;
+  for (const std::string launch : {"process", "mpirun"}) {
+    if (launch == "mpirun" && !mpirun) continue;
+    SCOPED_TRACE(launch);
+    const auto r = run("name: a2a\nnodes:\n  a2a:\n    type: alltoall\n    params: {transport: nccl, launch: " + launch +
+                           ", sizes: [65536], skews: [0, 1.35], dtypes: [bf16]}\n",
+                       "AISPFLOW_COMM_TEST_CORRUPT=1");
+    EXPECT_EQ(r.code, 3) << r.out << r.err;
+    const json d = data("a2a");
+    ASSERT_EQ(d["points"].size(), 2u);
+    for (const auto& p : d["points"]) {
+      EXPECT_EQ(p["status"], "failed") << p.dump();
+      EXPECT_EQ(p["wrong"], 1) << p.dump();
+      EXPECT_FALSE(p.contains("p50_ms")) << "a point with wrong data must not be timed: " << p.dump();
+    }
+  }
 }
 
 // The same transport launched through mpirun, one rank per GPU (launch: mpirun): every point verified and

@@ -390,6 +390,25 @@ TEST_F(CudaGpu, HarnessStatisticsAreSane) {
   }
 }
 
+// Short work a CUDA graph cannot hold (a peer copy, here within GPU 0) is still timed, one launch per sample,
+// and the measurement says why; the same copy as a plain device-to-device memcpy is captured.
+TEST_F(CudaGpu, HarnessTimesUncapturableWorkPerLaunchAndSaysSo) {
+  DeviceBuffer src(64 << 10), dst(64 << 10);
+  const Measurement peer = ctx().harness().time(quick(), [&](cudaStream_t s) {
+    AISPFLOW_CUDA_CHECK(cudaMemcpyPeerAsync(dst.get(), 0, src.get(), 0, src.bytes(), s));
+  });
+  EXPECT_FALSE(peer.graph);
+  EXPECT_EQ(peer.launches_per_sample, 1);
+  EXPECT_GT(peer.stats.median_ms, 0.0);
+  ASSERT_FALSE(peer.warnings.empty());
+  EXPECT_NE(peer.warnings.back().find("not capturable into a CUDA graph"), std::string::npos) << peer.warnings.back();
+  const Measurement plain = ctx().harness().time(quick(), [&](cudaStream_t s) {
+    AISPFLOW_CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), src.bytes(), cudaMemcpyDeviceToDevice, s));
+  });
+  EXPECT_TRUE(plain.graph);
+  for (const auto& w : plain.warnings) EXPECT_EQ(w.find("not capturable"), std::string::npos) << w;
+}
+
 TEST_F(CudaGpu, BackendDescribesTheMachine) {
   auto backend = make_cuda_backend();
   const auto f = backend->fingerprint();
