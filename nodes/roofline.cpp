@@ -241,7 +241,7 @@ std::string to_csv(const std::vector<Point>& points) {
   std::string s =
       "record,source,provider,shape,dtype,intensity_flop_per_byte,achieved_tflops,attainable_tflops,pct_of_roof,"
       "binding,memory_ceiling,compute_ceiling,compute_ceiling_choice,datasheet_attainable_tflops,"
-      "pct_of_datasheet_roof\n";
+      "pct_of_datasheet_roof,pct_of_compute_ceiling\n";
   for (const auto& p : points) {
     s += csv_field(p.id) + "," + p.source + "," + csv_field(p.provider) + "," + csv_field(p.shape) + "," +
          csv_field(p.dtype) + "," + csv_number(p.intensity) + "," + csv_number(p.achieved) + "," +
@@ -251,7 +251,7 @@ std::string to_csv(const std::vector<Point>& points) {
       s += csv_number(*p.ds_attainable) + "," + csv_number(100.0 * p.achieved / *p.ds_attainable);
     else
       s += ",";
-    s += "\n";
+    s += "," + csv_number(100.0 * p.achieved / p.compute_ceiling_tflops) + "\n";
   }
   return s;
 }
@@ -491,6 +491,7 @@ class RooflineNode : public NodeType {
       p.binding = memory_term < roof->compute.ceiling->value ? "memory" : "compute";
       p.memory_ceiling = roof->memory->name;
       p.compute_ceiling = roof->compute.ceiling->name;
+      p.compute_ceiling_tflops = roof->compute.ceiling->value;
       p.compute_choice = roof->compute.dtype_match
                              ? "dtype match"
                              : "fallback: no " + std::string(roof->compute.ceiling->measured ? "measured " : "") +
@@ -577,7 +578,9 @@ class RooflineNode : public NodeType {
                 {"binding", p.binding},
                 {"memory_ceiling", p.memory_ceiling},
                 {"compute_ceiling", p.compute_ceiling},
-                {"compute_ceiling_choice", p.compute_choice}};
+                {"compute_ceiling_choice", p.compute_choice},
+                // Every kernel as a fraction of the compute limit, whatever binds it (on a GPU: the tensor pipe).
+                {"pct_of_compute_ceiling", 100.0 * p.achieved / p.compute_ceiling_tflops}};
       if (p.ds_attainable) {
         j["datasheet_attainable_tflops"] = *p.ds_attainable;
         j["pct_of_datasheet_roof"] = 100.0 * p.achieved / *p.ds_attainable;

@@ -44,6 +44,7 @@ struct Point {
   // Against the roof used for the numbers (measured, or datasheet when nothing was measured).
   double attainable = 0;
   std::string binding, memory_ceiling, compute_ceiling, compute_choice;
+  double compute_ceiling_tflops = 0;     // the compute roof's value: achieved / it is the share of the pipe used
   std::optional<double> ds_attainable;   // against the datasheet roof, when there is one
 };
 

@@ -63,4 +63,31 @@ print("  } else {")
 print('    static_assert(N == 64, "wgmma: unsupported N");')
 print("  }")
 print("}\n")
+
+# The tensor-pipe probe (kernels/cuda/tensor_pipe_sm90a.cu) issues N = 256 instructions of every dtype, with A
+# from shared memory (SS) or from registers (RS). (name, PTX dtype, K per instruction, takes a transpose flag)
+PROBE_TYPES = [("bf16", "bf16", 16, True), ("f16", "f16", 16, True), ("tf32", "tf32", 8, False),
+               ("e4m3", "e4m3", 32, False)]
+print("// ---- N = 256, every dtype, A from shared memory (ss) or registers (rs): the tensor-pipe probe --------------")
+print("// A fragment in registers (rs): four 32-bit registers per thread, laid out as mma.m16n8k(16|8|32)'s A for the")
+print("// warp's 16 rows (PTX ISA, wgmma register fragments). K per instruction: bf16/f16 16, tf32 8, e4m3 32.")
+r = regs(256)
+for name, ptx, k, trans in PROBE_TYPES:
+    tail_ss = "p, 1, 1, 0, 0" if trans else "p, 1, 1"
+    tail_rs = "p, 1, 1, 0" if trans else "p, 1, 1"
+    print("__device__ __forceinline__ void wgmma_ss_%s_n256(float (&d)[%d], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d) {" % (name, r))
+    print('  asm volatile(')
+    print('      "{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n"' % (r + 2))
+    print('      "wgmma.mma_async.sync.aligned.m64n256k%d.f32.%s.%s {%s}, %%%d, %%%d, %s;\\n}\\n"' % (k, ptx, ptx, operand_list(r), r, r + 1, tail_ss))
+    print('      : %s' % outputs(r))
+    print('      : "l"(desc_a), "l"(desc_b), "r"(scale_d));')
+    print("}\n")
+    print("__device__ __forceinline__ void wgmma_rs_%s_n256(float (&d)[%d], const std::uint32_t (&a)[4], std::uint64_t desc_b, int scale_d) {" % (name, r))
+    print('  asm volatile(')
+    print('      "{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n"' % (r + 5))
+    print('      "wgmma.mma_async.sync.aligned.m64n256k%d.f32.%s.%s {%s}, {%%%d, %%%d, %%%d, %%%d}, %%%d, %s;\\n}\\n"' % (k, ptx, ptx, operand_list(r), r, r + 1, r + 2, r + 3, r + 4, tail_rs))
+    print('      : %s' % outputs(r))
+    print('      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));')
+    print("}\n")
+
 print("}  // namespace aispflow::kernels::cuda::ours")

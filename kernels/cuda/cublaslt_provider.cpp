@@ -203,8 +203,8 @@ std::optional<Ceiling> measure_gemm_ceiling(const std::function<GpuContext&()>& 
     if (why) *why = rec.status + ": " + rec.reason;
     return std::nullopt;
   }
-  Ceiling c = {{"name", "tensor." + dtype},
-               {"kind", "compute"},
+  Ceiling c = {{"name", "gemm." + dtype},
+               {"kind", "achieved"},
                {"unit", "TFLOP/s"},
                {"value", shape.flops() / (rec.time->median_ms * 1e-3) / 1e12},
                {"dtype", dtype},

@@ -33,8 +33,9 @@ class CublasLtProvider : public GemmProvider {
   bool sweep_;
 };
 
-// A compute ceiling measured with the `cublaslt` provider on an n^3 GEMM of `dtype` (verified first):
-// {"name": "tensor.bf16", "kind": "compute", "unit": "TFLOP/s", ...}. nullopt with *why set when the
+// The rate the `cublaslt` provider achieves on an n^3 GEMM of `dtype` (verified first), as an achieved
+// reference beside the tensor-pipe ceiling (tensor_pipe.hpp), never as a roof:
+// {"name": "gemm.bf16", "kind": "achieved", "unit": "TFLOP/s", ...}. nullopt with *why set when the
 // GEMM was skipped or failed.
 std::optional<Ceiling> measure_gemm_ceiling(const std::function<GpuContext&()>& context, const std::string& dtype,
                                             std::int64_t n, const TimingPolicy& timing, std::string* why);

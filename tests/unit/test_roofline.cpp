@@ -200,7 +200,7 @@ TEST(Roofline, CsvHasTheDocumentedColumns) {
                                            "intensity_flop_per_byte", "achieved_tflops", "attainable_tflops",
                                            "pct_of_roof", "binding", "memory_ceiling", "compute_ceiling",
                                            "compute_ceiling_choice", "datasheet_attainable_tflops",
-                                           "pct_of_datasheet_roof"};
+                                           "pct_of_datasheet_roof", "pct_of_compute_ceiling"};
   EXPECT_EQ(rows[0], header);
   EXPECT_EQ(rows[1][0], "cpu.blocked/low/fp32");
   EXPECT_NEAR(std::stod(rows[1][7]), 0.6, 1e-9);
@@ -208,6 +208,10 @@ TEST(Roofline, CsvHasTheDocumentedColumns) {
   EXPECT_EQ(rows[1][9], "memory");
   EXPECT_EQ(rows[2][9], "compute");
   EXPECT_EQ(rows[1][13], "");   // no datasheet ceilings in the inputs
+  // Every point as a share of the compute ceiling, memory-bound ones too: achieved / P (x 100).
+  const double compute_peak = std::stod(rows[2][7]);   // the compute-bound point attains P itself
+  EXPECT_NEAR(std::stod(rows[1][15]), 100.0 * std::stod(rows[1][6]) / compute_peak, 1e-3);
+  EXPECT_NEAR(std::stod(rows[2][15]), 100.0 * std::stod(rows[2][6]) / compute_peak, 1e-3);
 }
 
 TEST(Roofline, DatasheetCeilingsGiveASecondPercentageAndDashedLines) {
