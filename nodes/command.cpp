@@ -315,7 +315,8 @@ class CommandNode : public NodeType {
          "shell command, run with /bin/sh -c; a ${node.field} in it is quoted for where it stands (unquoted, '...', "
          "\"...\", here-document; ${raw:node.field}: as is), and also set as $AISPFLOW_REF_<NODE>_<FIELD>",
          /*shell=*/true},
-        {"refs", ParamKind::list, json::array(), false,
+        // No default: a filled-in default would change every existing command node's cache key.
+        {"refs", ParamKind::list, nullptr, false,
          "references to read only from the environment, e.g. [\"${up.stdout_tail}\"] -> $AISPFLOW_REF_UP_STDOUT_TAIL",
          /*shell=*/false, /*references=*/true},
         {"files", ParamKind::path_list, json::array(), false,
