@@ -224,6 +224,81 @@ TEST_F(ShellQuote, RandomPayloadsAreExactOrRefused) {
                                      jobs.begin() + static_cast<long>(std::min(jobs.size(), b + 100))));
 }
 
+// Random commands mixing every context (quotes, $(...), here-documents, comments, case, assignments, line
+// continuations), checked against the shell's own reading: each runs once with a marker that needs no
+// quoting anywhere and once with a hostile value; the second must write what the first wrote, with the
+// marker replaced by the value. This tests the lexer's bookkeeping across constructs, not one at a time.
+TEST_F(ShellQuote, RandomCommandsReadTheValueExactlyWhereTheyReadAMarker) {
+  std::mt19937 rng(424242);
+  auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+  const std::vector<std::string> segments = {
+      kRef, "'lit'", "'a" + kRef + "b'", "\"d" + kRef + "q\"", "\"$(printf '%s.' " + kRef + ")\"",
+      "x", "\\;", "\"${HOME+h}\"", "\"'\"", "'\"'", "\\\n",
+  };
+  auto word = [&] {
+    std::string w;
+    for (std::size_t k = 0, n = 1 + pick(3); k < n; ++k) w += segments[pick(segments.size())];
+    return w;
+  };
+  auto statement = [&]() -> std::string {
+    switch (pick(6)) {
+      case 0: return "printf '%s|' " + word() + " " + word() + " >> got\n";
+      case 1: return "cat >> got <<EOF\n[" + kRef + "] '" + kRef + "' \"$(printf '%s.' " + kRef + ")\"\nEOF\n";
+      case 2: return "cat >> got <<'EOF'\n" + kRef + " $(not run) `nor this`\nEOF\n";
+      case 3: return "# a comment with ' \" ( ` $( and no reference\n";
+      case 4: return "case x in x) printf '%s|' " + word() + " >> got;; esac\n";
+      default: return "v=" + word() + "; printf '%s|' \"$v\" >> got\n";
+    }
+  };
+  const std::string marker = "QzMarker7";
+  const std::string dangerous = "'\"\\$`;&|()<>{}#*?[]~=\n\t EOFab";
+  std::vector<std::string> marked, hostile, values;
+  for (int i = 0; i < 600; ++i) {
+    std::string script;
+    for (std::size_t k = 0, n = 1 + pick(5); k < n; ++k) script += statement();
+    std::string value;
+    for (std::size_t k = 0, n = pick(20); k < n; ++k) value += dangerous[pick(dangerous.size())];
+    value += "$(touch " + (dir_ / "CANARY").string() + ")'\"";
+    try {
+      hostile.push_back(splice_value(script, value));
+    } catch (const shell::SpliceError& e) {
+      ASSERT_NE(std::string(e.what()).find("here-document"), std::string::npos) << script << ": " << e.what();
+      continue;
+    }
+    marked.push_back(splice_value(script, marker));
+    values.push_back(value);
+  }
+  ASSERT_GT(marked.size(), 400u);
+  // Each command in its own directory, many per shell.
+  auto run_all = [&](const std::string& sh, const std::vector<std::string>& scripts, const std::string& tag) {
+    std::string all;
+    for (std::size_t i = 0; i < scripts.size(); ++i) {
+      const std::string sub = tag + std::to_string(i);
+      fs::create_directories(dir_ / sub);
+      all += "(cd " + sub + " || exit\n: > got\n" + scripts[i] + "\n)\n";
+    }
+    run_script(sh, all);
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < scripts.size(); ++i) out.push_back(got(tag + std::to_string(i) + "/got"));
+    return out;
+  };
+  for (const auto& sh : shells()) {
+    const auto by_marker = run_all(sh, marked, "m");
+    const auto by_value = run_all(sh, hostile, "v");
+    ASSERT_FALSE(canary()) << sh << ": a value ran as a command";
+    for (std::size_t i = 0; i < marked.size(); ++i) {
+      ASSERT_NE(by_marker[i], "<no output>") << marked[i];
+      std::string expected = by_marker[i];
+      for (auto p = expected.find(marker); p != std::string::npos; p = expected.find(marker, p + values[i].size()))
+        expected.replace(p, marker.size(), values[i]);
+      EXPECT_EQ(by_value[i], expected) << sh << ", seed 424242, command:\n" << marked[i];
+    }
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir_))
+      if (entry.is_directory()) fs::remove_all(entry.path(), ec);
+  }
+}
+
 // Places that cannot be made safe are refused with the reason, before any value is known.
 TEST(ShellPlaces, UnsafePlacesAreRefusedWithTheReason) {
   const std::vector<std::pair<std::string, std::string>> cases = {
