@@ -151,8 +151,10 @@ void check_reference_places(const NodeDecl& n, const NodeType& type) {
   for (const auto& spec : type.param_specs()) {
     if (!n.params.contains(spec.name)) continue;
     const json& v = n.params[spec.name];
-    auto loc_it = n.param_locs.find(spec.name);
-    const SourceLoc loc = loc_it != n.param_locs.end() ? loc_it->second : n.loc;
+    auto loc = [&] {
+      auto it = n.param_locs.find(spec.name);
+      return it != n.param_locs.end() ? it->second : n.loc;
+    };
     if (spec.shell && v.is_string()) {
       const std::string& s = v.get_ref<const std::string&>();
       std::vector<RefMatch> refs;
@@ -162,10 +164,11 @@ void check_reference_places(const NodeDecl& n, const NodeType& type) {
           spans.push_back({r.pos, r.length});
           refs.push_back(std::move(r));
         }
+      if (spans.empty()) continue;  // most commands: nothing to place, no lexing
       const std::vector<shell::Place> where = shell::places(s, spans);
       for (std::size_t k = 0; k < refs.size(); ++k)
         if (!refs[k].raw && where[k].context == shell::Context::refused)
-          throw InputError(loc, n.name, spec.name, shell_refusal(refs[k], where[k].line, where[k].why));
+          throw InputError(loc(), n.name, spec.name, shell_refusal(refs[k], where[k].line, where[k].why));
     }
     if (spec.references && v.is_array())
       for (std::size_t i = 0; i < v.size(); ++i) {
@@ -174,7 +177,7 @@ void check_reference_places(const NodeDecl& n, const NodeType& type) {
         const bool one_ref = refs.size() == 1 && refs[0].pos == 0 && refs[0].length == item.get<std::string>().size() &&
                              !refs[0].raw && refs[0].node != "matrix";
         if (!one_ref)
-          throw InputError(loc, n.name, spec.name,
+          throw InputError(loc(), n.name, spec.name,
                            "item " + std::to_string(i) + ": expected one reference such as \"${node.field}\", got " +
                                describe(item));
       }
