@@ -1,6 +1,7 @@
 #include "pipeline/shell_quote.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 
 namespace aispflow::shell {
