@@ -7,6 +7,7 @@
 //   AISPFLOW_IN_DIR          a directory with one symlink per input, named like the variables
 //   AISPFLOW_NODE            the node's (instance) name
 //   AISPFLOW_WORKFLOW_DIR    the directory of the workflow file
+//   AISPFLOW_REF_<NODE>_<FIELD>  the value of each ${node.field} the params mention (ref_env_var())
 // stdout and stderr are saved as stdout.txt / stderr.txt in the artifact, their tails in its data.
 #include <fcntl.h>
 #include <poll.h>
@@ -27,6 +28,7 @@
 #include <thread>
 
 #include "nodes/node_factories.hpp"
+#include "pipeline/shell_quote.hpp"
 #include "pipeline/workflow.hpp"
 
 extern char** environ;
@@ -40,6 +42,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kStdoutFile = "stdout.txt";
 constexpr const char* kStderrFile = "stderr.txt";
+constexpr std::size_t kMaxArgBytes = 100000;  // under Linux's 128 KiB limit on one argument or variable
 constexpr std::size_t kTailBytes = 4096;   // how much of stdout/stderr goes into the artifact's data
 constexpr auto kTermGrace = std::chrono::seconds(2);   // SIGTERM first, SIGKILL if still alive after this
 
@@ -60,6 +63,30 @@ std::string valid_utf8(const std::string& text) {
 }
 
 std::string scalar_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+// Every reference's value as $AISPFLOW_REF_<NODE>_<FIELD>: text as is, anything else as JSON. The
+// environment is never parsed by a shell, so this is the one form that needs no quoting at all.
+// A value too long for one variable (Linux: 128 KiB) is left out, an error only where `run` names it.
+void add_reference_vars(const json& refs, const std::string& run, std::map<std::string, std::string>& vars) {
+  std::map<std::string, std::string> from;  // variable -> the reference that set it
+  for (const auto& [ref, value] : refs.items()) {
+    const auto dot = ref.find('.');
+    const std::string name = ref_env_var(ref.substr(0, dot), ref.substr(dot + 1));
+    const std::string text = scalar_text(value);
+    if (text.size() + name.size() + 1 > kMaxArgBytes) {
+      if (run.find(name) == std::string::npos) continue;
+      throw NodeError("$" + name + " would hold " + std::to_string(text.size()) +
+                      " bytes, more than one environment variable can (128 KiB); use ${" + ref + "} in `run` instead");
+    }
+    if (text.find('\0') != std::string::npos)
+      throw NodeError("${" + ref + "} holds a NUL byte, which an environment variable cannot carry");
+    auto [it, fresh] = from.emplace(name, ref);
+    if (!fresh && vars[name] != text)
+      throw NodeError("${" + it->second + "} and ${" + ref + "} both become $" + name +
+                      " with different values; rename a node or field so that they differ");
+    vars[name] = text;
+  }
+}
 
 // A temporary directory removed when the object goes away.
 class TempDir {
@@ -285,8 +312,13 @@ class CommandNode : public NodeType {
   std::vector<ParamSpec> params() const override {
     return {
         {"run", ParamKind::string, nullptr, true,
-         "shell command, run with /bin/sh -c; a ${node.field} in it becomes one quoted word (${raw:node.field}: as is)",
+         "shell command, run with /bin/sh -c; a ${node.field} in it is quoted for where it stands (unquoted, '...', "
+         "\"...\", here-document; ${raw:node.field}: as is), and also set as $AISPFLOW_REF_<NODE>_<FIELD>",
          /*shell=*/true},
+        // No default: a filled-in default would change every existing command node's cache key.
+        {"refs", ParamKind::list, nullptr, false,
+         "references to read only from the environment, e.g. [\"${up.stdout_tail}\"] -> $AISPFLOW_REF_UP_STDOUT_TAIL",
+         /*shell=*/false, /*references=*/true},
         {"files", ParamKind::path_list, json::array(), false,
          "files the command reads (relative to the workflow file); their content is part of the cache key"},
         {"timeout_s", ParamKind::number, nullptr, false, "kill the command (and its children) after this many seconds"},
@@ -309,7 +341,17 @@ class CommandNode : public NodeType {
   NodeOutput run(NodeContext& ctx) const override {
     if (ctx.out_dir.empty()) throw NodeError("the command node needs an output directory (not an in-memory run)");
     const fs::path out_dir = fs::absolute(ctx.out_dir);
-    const std::string command = ctx.params.at("run").get<std::string>();
+    std::string command = ctx.params.at("run").get<std::string>();
+    std::optional<TempDir> script_dir;
+    if (command.size() > kMaxArgBytes) {
+      // Linux refuses one argument over 128 KiB (MAX_ARG_STRLEN). A longer command (a large value spliced in)
+      // is read from a file instead: `. FILE` parses it exactly as -c would.
+      script_dir.emplace();
+      const fs::path file = script_dir->path() / "command.sh";
+      std::ofstream(file, std::ios::binary) << command;
+      if (!std::ifstream(file)) throw NodeError("cannot write " + file.string());
+      command = ". " + shell::escape(file.string(), shell::Context::word);
+    }
 
     // Inputs: one variable and one symlink per input.
     // With no inputs, every node shares one empty directory: creating and deleting a directory per node
@@ -331,13 +373,14 @@ class CommandNode : public NodeType {
     vars["AISPFLOW_IN_DIR"] = in_path.string();
     vars["AISPFLOW_NODE"] = ctx.node_name;
     vars["AISPFLOW_WORKFLOW_DIR"] = fs::absolute(ctx.workflow_dir).string();
+    add_reference_vars(ctx.refs, ctx.params.at("run").get_ref<const std::string&>(), vars);
 
     // The inherited environment, minus variables this node sets (and stale AISPFLOW_IN_* from a parent run).
     std::vector<std::string> env;
     for (char** e = environ; e && *e; ++e) {
       std::string entry(*e);
       std::string key = entry.substr(0, entry.find('='));
-      if (vars.count(key) || key.rfind("AISPFLOW_IN_", 0) == 0) continue;
+      if (vars.count(key) || key.rfind("AISPFLOW_IN_", 0) == 0 || key.rfind("AISPFLOW_REF_", 0) == 0) continue;
       env.push_back(std::move(entry));
     }
     for (const auto& [k, v] : vars) env.push_back(k + "=" + v);

@@ -220,6 +220,7 @@ struct Executor::Run {
     PlannedNode::Action action = PlannedNode::Action::run;
     std::string reason;
     KeyInputs key_inputs;
+    json refs = json::object();          // the values of the node's ${node.field} references (NodeContext::refs)
     std::string key;
     std::map<std::string, int> needs;
     bool exclusive = false;
@@ -365,7 +366,7 @@ struct Executor::Run {
             if (spec.name == field) return spec.shell;
           return false;
         };
-        params = complete_params(decl, type, substitute_refs(decl, decl.params, lookup, is_shell));
+        params = complete_params(decl, type, substitute_refs(decl, decl.params, lookup, is_shell, &d.refs));
       }
       std::string problem = type.check_params(params);
       if (!problem.empty()) return fail(problem);
@@ -562,6 +563,7 @@ struct Executor::Run {
     NodeContext ctx;
     ctx.node_name = decl.name;
     ctx.params = d.key_inputs.params;
+    ctx.refs = d.refs;
     ctx.inputs = d.inputs;
     ctx.out_dir = out_dir;
     ctx.workflow_dir = workflow_dir;

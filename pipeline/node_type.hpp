@@ -34,10 +34,15 @@ struct ParamSpec {
   json default_value;         // null and required=false: optional without default
   bool required = false;
   std::string doc;
-  // A shell command (the command node's `run`): a ${node.field} inside it is inserted as one single-quoted shell
-  // word (a list as one word per element), so upstream data can never become code. ${raw:node.field} inserts
-  // the text as it is, for the rare case that means to build a command from data.
+  // A shell command (the command node's `run`): a ${node.field} inside it is written for the place it stands
+  // in (unquoted: one single-quoted word, a list one word per element; inside '...', "..." or a here-document:
+  // escaped for it), and a place that cannot be made safe (a # comment, `...`) is refused at load time
+  // (pipeline/shell_quote.hpp). Upstream data never becomes code. ${raw:node.field} inserts the text as it is,
+  // for the rare case that means to build a command from data.
   bool shell = false;
+  // A list whose every element must be exactly one "${node.field}" reference (checked at load time): it
+  // declares references the node reads through NodeContext::refs rather than through the param's value.
+  bool references = false;
 };
 
 struct NodeTraits {
@@ -58,6 +63,7 @@ struct NodeInput {
 struct NodeContext {
   std::string node_name;                 // expanded instance name
   json params;                           // validated, defaults filled, ${refs} substituted
+  json refs = json::object();            // every ${node.field} in the params -> its value: {"up.stdout_tail": ...}
   std::vector<NodeInput> inputs;         // in declaration order
   std::filesystem::path out_dir;         // empty directory; files written here join the artifact
   std::filesystem::path workflow_dir;    // relative paths in params are relative to this

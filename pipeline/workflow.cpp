@@ -9,6 +9,8 @@
 //      against the node type's schema. Cycles are left to the Dag.
 #include "pipeline/workflow.hpp"
 
+#include "pipeline/shell_quote.hpp"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -124,6 +126,62 @@ bool has_node_ref(const json& v) {
   if (v.is_structured())
     for (const auto& item : v) if (has_node_ref(item)) return true;
   return false;
+}
+
+std::string as_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+// Where a reference was written (the string holding it), for messages.
+SourceLoc ref_loc(const NodeDecl& node, const RefMatch& r, const std::string& field) {
+  for (const auto& decl : node.refs)
+    if (decl.node == r.node && decl.field_path == r.field_path) return decl.loc;
+  auto it = node.param_locs.find(field);
+  return it != node.param_locs.end() ? it->second : node.loc;
+}
+
+// Why a reference cannot go where it stands in a shell command, and what to write instead.
+std::string shell_refusal(const RefMatch& r, int line, const std::string& why) {
+  return "${" + std::string(r.raw ? "raw:" : "") + r.node + "." + r.field_path + "} (line " + std::to_string(line) +
+         " of the command) " + why + "; write it outside quotes, inside '...' or inside \"...\", or read \"$" +
+         ref_env_var(r.node, r.field_path) + "\" instead (docs/workflow.md)";
+}
+
+// Load time: every ${node.field} in a shell command (ParamSpec::shell) must stand where its value can be
+// quoted, and a ParamSpec::references list must hold only references. Nothing runs before this passed.
+void check_reference_places(const NodeDecl& n, const NodeType& type) {
+  for (const auto& spec : type.param_specs()) {
+    if (!n.params.contains(spec.name)) continue;
+    const json& v = n.params[spec.name];
+    auto loc = [&] {
+      auto it = n.param_locs.find(spec.name);
+      return it != n.param_locs.end() ? it->second : n.loc;
+    };
+    if (spec.shell && v.is_string()) {
+      const std::string& s = v.get_ref<const std::string&>();
+      std::vector<RefMatch> refs;
+      std::vector<shell::Span> spans;
+      for (auto& r : find_refs(s))
+        if (r.node != "matrix") {
+          spans.push_back({r.pos, r.length});
+          refs.push_back(std::move(r));
+        }
+      if (spans.empty()) continue;  // most commands: nothing to place, no lexing
+      const std::vector<shell::Place> where = shell::places(s, spans);
+      for (std::size_t k = 0; k < refs.size(); ++k)
+        if (!refs[k].raw && where[k].context == shell::Context::refused)
+          throw InputError(loc(), n.name, spec.name, shell_refusal(refs[k], where[k].line, where[k].why));
+    }
+    if (spec.references && v.is_array())
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        const json& item = v[i];
+        std::vector<RefMatch> refs = item.is_string() ? find_refs(item.get<std::string>()) : std::vector<RefMatch>{};
+        const bool one_ref = refs.size() == 1 && refs[0].pos == 0 && refs[0].length == item.get<std::string>().size() &&
+                             !refs[0].raw && refs[0].node != "matrix";
+        if (!one_ref)
+          throw InputError(loc(), n.name, spec.name,
+                           "item " + std::to_string(i) + ": expected one reference such as \"${node.field}\", got " +
+                               describe(item));
+      }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -824,6 +882,7 @@ Workflow parse_document(const std::string& text, const std::string& label, const
     NodeDecl& n = wf.nodes[i];
     const NodeType& type = *registry.find(n.type);
     json completed = complete_params(n, type, n.params);
+    check_reference_places(n, type);
     if (!has_node_ref(n.params)) add_required_resources(n, type, completed);
   }
   return wf;
@@ -997,32 +1056,68 @@ const json* find_field(const json& data, const std::string& field_path, std::str
   return cur;
 }
 
-}  // namespace
-
-namespace {
-
-// One POSIX shell word that reads back as exactly `text`: single quotes, each ' written as '\''.
-std::string shell_quote(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-// A value spliced into a shell command: a string or number as one quoted word, a list as one quoted word per
-// element, anything else as the quoted JSON text.
-std::string shell_words(const json& value) {
-  auto word = [](const json& v) { return shell_quote(v.is_string() ? v.get<std::string>() : v.dump()); };
-  if (!value.is_array()) return word(value);
-  std::string out;
-  for (const auto& item : value) out += (out.empty() ? "" : " ") + word(item);
-  return out.empty() ? "''" : out;
+// A shell command with references: ${raw:...} spliced in as text first, then every other value written for
+// the place it stands in (pipeline/shell_quote.hpp), so that the shell reads back exactly its bytes. A list
+// standing as a word becomes one word per element; anywhere else a value is its text (JSON for lists, maps).
+std::string splice_into_shell(const NodeDecl& node, const std::string& field, const std::string& s,
+                              const std::vector<RefMatch>& refs, const std::vector<json>& values) {
+  std::string script;
+  std::vector<shell::Span> spans;
+  std::vector<std::size_t> which;  // span -> index into refs
+  std::size_t last = 0;
+  for (std::size_t k = 0; k < refs.size(); ++k) {
+    script.append(s, last, refs[k].pos - last);
+    if (refs[k].raw) {
+      script += as_text(values[k]);
+    } else {
+      spans.push_back({script.size(), refs[k].length});
+      which.push_back(k);
+      script.append(s, refs[k].pos, refs[k].length);
+    }
+    last = refs[k].pos + refs[k].length;
+  }
+  script.append(s, last, std::string::npos);
+  try {
+    return shell::splice(script, spans, [&](std::size_t i, const shell::Place& place) {
+      const json& v = values[which[i]];
+      if (place.context != shell::Context::word || !v.is_array()) return shell::escape(as_text(v), place.context);
+      std::string words;
+      for (const auto& item : v) words += (words.empty() ? "" : " ") + shell::escape(as_text(item), place.context);
+      return words.empty() ? std::string("''") : words;
+    });
+  } catch (const shell::SpliceError& e) {
+    const RefMatch& r = refs[which[e.span]];
+    const auto before = script.begin() + static_cast<long>(spans[e.span].pos);
+    const int line = 1 + static_cast<int>(std::count(script.begin(), before, '\n'));
+    throw InputError(ref_loc(node, r, field), node.name, field, shell_refusal(r, line, e.what()));
+  }
 }
 
 }  // namespace
 
 json substitute_refs(const NodeDecl& node, const json& params,
                      const std::function<std::vector<const Artifact*>(const std::string&)>& lookup,
-                     const std::function<bool(const std::string& field)>& shell_field) {
+                     const std::function<bool(const std::string& field)>& shell_field, json* ref_values) {
+  // The value of one reference: the field of the upstream artifact, a list over matrix instances.
+  auto value_of = [&](const RefMatch& r, const std::string& field) -> json {
+    const std::string text = "${" + r.node + "." + r.field_path + "}";
+    const SourceLoc where = ref_loc(node, r, field);
+    std::vector<const Artifact*> artifacts = lookup(r.node);
+    if (artifacts.empty())
+      throw InputError(where, node.name, field, text + ": node '" + r.node + "' has no artifact to read");
+    json value = json::array();
+    for (const Artifact* a : artifacts) {
+      std::string missing;
+      const json* found = a ? find_field(a->data(), r.field_path, missing) : nullptr;
+      if (!found)
+        throw InputError(where, node.name, field,
+                         text + ": the output of '" + r.node + "' has no field " + (a ? missing : "(no artifact)"));
+      value.push_back(*found);
+    }
+    if (artifacts.size() == 1) value = value[0];
+    if (ref_values) (*ref_values)[r.node + "." + r.field_path] = value;
+    return value;
+  };
   // `field` is the top-level param being walked, for messages.
   std::function<json(const json&, const std::string&)> walk = [&](const json& v, const std::string& field) -> json {
     if (v.is_array()) {
@@ -1037,33 +1132,19 @@ json substitute_refs(const NodeDecl& node, const json& params,
     }
     if (!v.is_string()) return v;
     const std::string& s = v.get_ref<const std::string&>();
+    std::vector<RefMatch> refs;
+    for (auto& r : find_refs(s))
+      if (r.node != "matrix") refs.push_back(std::move(r));
+    if (refs.empty()) return v;
+    std::vector<json> values;
+    for (const auto& r : refs) values.push_back(value_of(r, field));
+    if (shell_field && shell_field(field)) return splice_into_shell(node, field, s, refs, values);
+    if (refs.size() == 1 && refs[0].pos == 0 && refs[0].length == s.size()) return values[0];  // keeps the type
     std::string out;
     std::size_t last = 0;
-    for (const auto& r : find_refs(s)) {
-      if (r.node == "matrix") continue;
-      const std::string text = "${" + r.node + "." + r.field_path + "}";
-      SourceLoc where = node.loc;
-      for (const auto& decl : node.refs)
-        if (decl.node == r.node && decl.field_path == r.field_path) { where = decl.loc; break; }
-      std::vector<const Artifact*> artifacts = lookup(r.node);
-      if (artifacts.empty())
-        throw InputError(where, node.name, field, text + ": node '" + r.node + "' has no artifact to read");
-      json value = json::array();
-      for (const Artifact* a : artifacts) {
-        std::string missing;
-        const json* found = a ? find_field(a->data(), r.field_path, missing) : nullptr;
-        if (!found)
-          throw InputError(where, node.name, field,
-                           text + ": the output of '" + r.node + "' has no field " +
-                               (a ? missing : "(no artifact)"));
-        value.push_back(*found);
-      }
-      if (artifacts.size() == 1) value = value[0];
-      const bool quote = !r.raw && shell_field && shell_field(field);
-      if (r.pos == 0 && r.length == s.size() && !quote) return value;  // whole string: keep the JSON type
-      out += s.substr(last, r.pos - last) +
-             (quote ? shell_words(value) : value.is_string() ? value.get<std::string>() : value.dump());
-      last = r.pos + r.length;
+    for (std::size_t k = 0; k < refs.size(); ++k) {
+      out += s.substr(last, refs[k].pos - last) + as_text(values[k]);
+      last = refs[k].pos + refs[k].length;
     }
     return out + s.substr(last);
   };
@@ -1071,6 +1152,10 @@ json substitute_refs(const NodeDecl& node, const json& params,
   if (!params.is_object()) return walk(params, "");
   for (const auto& [k, v] : params.items()) result[k] = walk(v, k);
   return result;
+}
+
+std::string ref_env_var(const std::string& node, const std::string& field_path) {
+  return "AISPFLOW_REF_" + env_var_suffix(node) + "_" + env_var_suffix(field_path);
 }
 
 std::string filesystem_name(const std::string& instance_name) {

@@ -68,11 +68,18 @@ json complete_params(const NodeDecl& node, const NodeType& type, const json& par
 // `lookup(declared_node)` returns the artifacts of that node's instances (one unless matrix-expanded;
 // several give a JSON list). A whole-string reference keeps the value's JSON type; one inside a longer
 // string is spliced in as text. In a top-level param for which `shell_field` is true (ParamSpec::shell: a shell
-// command), a reference is inserted as quoted shell words instead, unless written ${raw:node.field}.
-// Throws InputError when the field does not exist.
+// command), a reference is written for the shell context it stands in (pipeline/shell_quote.hpp), unless
+// written ${raw:node.field}. `ref_values`, when given, receives every reference's value keyed "node.field".
+// Throws InputError when the field does not exist or a value cannot be placed safely in a shell command.
 json substitute_refs(const NodeDecl& node, const json& params,
                      const std::function<std::vector<const Artifact*>(const std::string&)>& lookup,
-                     const std::function<bool(const std::string& field)>& shell_field = {});
+                     const std::function<bool(const std::string& field)>& shell_field = {},
+                     json* ref_values = nullptr);
+
+// The environment variable a command sees a reference's value in: AISPFLOW_REF_ + the node name + _ + the
+// field path, each upper-cased with every run of other characters (".", "-", "_") turned into one "_":
+// ${peak.ceilings.0.value} -> AISPFLOW_REF_PEAK_CEILINGS_0_VALUE.
+std::string ref_env_var(const std::string& node, const std::string& field_path);
 
 // "per_size[size=1]" -> a name safe for directories and environment variables: "per_size.size-1",
 // and "AISPFLOW_IN_PER_SIZE_SIZE_1".

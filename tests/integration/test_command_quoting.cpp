@@ -65,4 +65,42 @@ TEST_F(CommandQuoting, ListsAreOneWordPerElementAndRawIsExplicit) {
   EXPECT_EQ(read_file(dir_ / "out/nodes/words/r.txt"), "raw ok\n") << "${raw:...} splices the text in as shell";
 }
 
+// The cases from issue 24, as a new user would write them: upstream `a; touch FILE` inside the user's own
+// single quotes, and `$(touch FILE2)` inside double quotes. Both used to run; now each command prints the
+// upstream text exactly.
+TEST_F(CommandQuoting, ReferencesInsideTheUsersOwnQuotesNeverRun) {
+  const fs::path file = dir_ / "FILE", file2 = dir_ / "FILE2";
+  std::ofstream(dir_ / "p1.txt") << "a; touch " << file.string();
+  std::ofstream(dir_ / "p2.txt") << "$(touch " << file2.string() << ")";
+  const std::string yaml =
+      "name: q\nnodes:\n"
+      "  up:\n    type: command\n    params: {run: \"cat " + (dir_ / "p1.txt").string() + "\"}\n"
+      "  up2:\n    type: command\n    params: {run: \"cat " + (dir_ / "p2.txt").string() + "\"}\n"
+      "  single:\n    type: command\n    params: {run: \"echo '${up.stdout_tail}' > out\"}\n"
+      "  double:\n    type: command\n    params: {run: \"echo \\\"${up2.stdout_tail}\\\" > out\"}\n";
+  const auto r = run(yaml);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_FALSE(fs::exists(file)) << "the single-quoted reference ran the upstream text";
+  EXPECT_FALSE(fs::exists(file2)) << "the double-quoted reference ran the upstream text";
+  EXPECT_EQ(read_file(dir_ / "out/nodes/single/out"), "a; touch " + file.string() + "\n");
+  EXPECT_EQ(read_file(dir_ / "out/nodes/double/out"), "$(touch " + file2.string() + ")\n");
+}
+
+// A reference in a # comment is refused by `validate` (exit 2) with file, line and reference; nothing runs.
+TEST_F(CommandQuoting, AReferenceInACommentIsRefusedBeforeAnythingRuns) {
+  const fs::path ran = dir_ / "RAN";
+  std::ofstream(dir_ / "wf.yaml") << "name: q\nnodes:\n"
+                                     "  up:\n    type: command\n    params: {run: \"touch " + ran.string() + "\"}\n"
+                                     "  use:\n    type: command\n    params:\n      run: |\n"
+                                     "        echo hi\n        # was: ${up.stdout_tail}\n";
+  for (const std::string verb : {"validate", "run"}) {
+    const std::string extra = verb == "run" ? " --backend cpu --cache cache --out out" : "";
+    const auto r = aispflow::test::run_in(dir_, quote(AISPFLOW_BIN) + " " + verb + " wf.yaml" + extra);
+    EXPECT_EQ(r.code, 2) << verb << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find("wf.yaml:9:"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("${up.stdout_tail} (line 2 of the command) stands inside a # comment"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(ran)) << verb << " ran a node of a refused workflow";
+  }
+}
+
 }  // namespace
