@@ -110,6 +110,7 @@ ChildProcess::ChildProcess(const ChildSpec& spec) {
     envp.push_back(nullptr);
   }
 
+  const int control = control_read_end();
   const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   if (null_fd < 0) throw spawn_error("/dev/null", errno);
   posix_spawn_file_actions_t actions;
@@ -132,7 +133,7 @@ ChildProcess::ChildProcess(const ChildSpec& spec) {
   {
     std::lock_guard guard(held_mutex());
     std::vector<int> fds = {spec.stdin_fd >= 0 ? spec.stdin_fd : null_fd, spec.stdout_fd >= 0 ? spec.stdout_fd : null_fd,
-                            spec.stderr_fd >= 0 ? spec.stderr_fd : null_fd, control_read_end()};
+                            spec.stderr_fd >= 0 ? spec.stderr_fd : null_fd, control};
     fds.insert(fds.end(), held_fds().begin(), held_fds().end());
     args[2] = std::to_string(held_fds().size());
     FdLayout(&actions).place(fds);
