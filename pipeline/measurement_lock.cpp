@@ -88,9 +88,7 @@ struct LockDir {
   }
 };
 
-void open_lock_dir(const fs::path& wanted, LockDir& out) {
-  const bool is_default = wanted.empty() && !std::getenv("AISPFLOW_LOCK_DIR");
-  const fs::path dir = wanted.empty() ? default_measurement_lock_dir() : wanted;
+void open_lock_dir(const fs::path& dir, bool is_default, LockDir& out) {
   std::error_code ec;
   if (!fs::exists(fs::symlink_status(dir, ec))) {
     if (dir.has_parent_path()) fs::create_directories(dir.parent_path(), ec);
@@ -169,7 +167,7 @@ MeasurementLock::MeasurementLock(std::vector<std::string> devices, const Measure
   if (devices.empty()) return;
   const fs::path dir = options.dir.empty() ? default_measurement_lock_dir() : options.dir;
   LockDir lock_dir;
-  open_lock_dir(options.dir, lock_dir);
+  open_lock_dir(dir, /*is_default=*/options.dir.empty() && !std::getenv("AISPFLOW_LOCK_DIR"), lock_dir);
   const auto start = SteadyClock::now();
   try {
     for (const auto& device : devices) {
