@@ -151,6 +151,10 @@ int main(int argc, char** argv) {
   for (int s : {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT}) sigaddset(&handled, s);
   sigprocmask(SIG_BLOCK, &handled, &old_mask);
   const int signals = signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (signals < 0) {
+    std::fprintf(stderr, "aispflow-keeper: cannot watch signals: %s\n", std::strerror(errno));
+    _exit(126);
+  }
   const pid_t keeper = getpid();
 
   const pid_t program = fork();
@@ -167,8 +171,9 @@ int main(int argc, char** argv) {
     signal(SIGPIPE, SIG_DFL);
     sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     execvp(argv[4], argv + 4);
-    std::fprintf(stderr, "aispflow-keeper: cannot run %s: %s\n", argv[4], std::strerror(errno));
-    _exit(errno == ENOENT ? 127 : 126);
+    const int error = errno;
+    std::fprintf(stderr, "aispflow-keeper: cannot run %s: %s\n", argv[4], std::strerror(error));
+    _exit(error == ENOENT ? 127 : 126);   // as a shell says "not found" / "cannot execute"
   }
   setpgid(program, program);   // also here, so that a kill of the group right away reaches it
 
@@ -201,10 +206,10 @@ int main(int argc, char** argv) {
       timeout = int(left);
     }
     if (poll(fds, 2, timeout) < 0 && errno != EINTR) exit_like(kill_everything(program, 0, false));
-    if (fds[1].fd >= 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+    if (fds[1].fd >= 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL))) {
       char c[64];
       const ssize_t n = read(kControlFd, c, sizeof c);
-      if (n <= 0 && !(n < 0 && errno == EINTR)) {   // end of file: aispflow is gone
+      if (n <= 0 && !(n < 0 && errno == EINTR)) {   // end of file (or no pipe at all): aispflow is gone
         fds[1].fd = -1;
         stop();
       }
