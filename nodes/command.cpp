@@ -1,7 +1,8 @@
 // The `command` node type: runs a shell command in a fresh output directory.
 //
-// The command runs as `/bin/sh -c RUN` with its output directory as the working directory, in its own
-// process group (so a timeout or Ctrl-C can stop everything it started). It sees
+// The command runs as `/bin/sh -c RUN` with its output directory as the working directory, under the child-process
+// facility (pipeline/child_process.hpp): a timeout, Ctrl-C, or the death of aispflow stops everything it started,
+// and whatever it leaves running in the background when the shell exits is ended then. It sees
 //   AISPFLOW_OUT             its output directory; files written there join the artifact
 //   AISPFLOW_IN_<NAME>       each input's artifact directory (NAME from the input's alias)
 //   AISPFLOW_IN_DIR          a directory with one symlink per input, named like the variables
@@ -11,9 +12,6 @@
 // stdout and stderr are saved as stdout.txt / stderr.txt in the artifact, their tails in its data.
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,6 +26,7 @@
 #include <thread>
 
 #include "nodes/node_factories.hpp"
+#include "pipeline/child_process.hpp"
 #include "pipeline/shell_quote.hpp"
 #include "pipeline/workflow.hpp"
 
@@ -164,10 +163,12 @@ class OutputSink {
   std::string tail_;
 };
 
-class ChildProcess {
+// The shell, started through the one child-process facility (pipeline/child_process.hpp: it ends with the
+// run, and so does everything it starts), with stdout and stderr read through pipes.
+class CommandProcess {
  public:
-  // Starts /bin/sh -c `command` in `cwd` with `env`, stdout/stderr into pipes, in a new process group.
-  ChildProcess(const std::string& command, const fs::path& cwd, const std::vector<std::string>& env) {
+  // Starts /bin/sh -c `command` in `cwd` with `env`, stdout/stderr into pipes.
+  CommandProcess(const std::string& command, const fs::path& cwd, const std::vector<std::string>& env) {
     int out_pipe[2], err_pipe[2];
     if (::pipe2(out_pipe, O_CLOEXEC) != 0) throw NodeError(std::string("cannot create a pipe: ") + std::strerror(errno));
     if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
@@ -175,75 +176,52 @@ class ChildProcess {
       ::close(out_pipe[1]);
       throw NodeError(std::string("cannot create a pipe: ") + std::strerror(errno));
     }
-    posix_spawn_file_actions_t actions;
-    posix_spawnattr_t attr;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawnattr_init(&attr);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);  // dup2 clears close-on-exec on 1 and 2
-    posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
-    posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
-    // Own process group (pgid = its pid); default signal handling and an empty mask, whatever aispflow
-    // itself does with SIGINT/SIGPIPE.
-    sigset_t defaults, empty;
-    sigemptyset(&empty);
-    sigemptyset(&defaults);
-    for (int s : {SIGINT, SIGTERM, SIGPIPE, SIGQUIT, SIGHUP}) sigaddset(&defaults, s);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    posix_spawnattr_setpgroup(&attr, 0);
-    posix_spawnattr_setsigmask(&attr, &empty);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
-
-    std::vector<char*> envp;
-    for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
-    std::string shell = "/bin/sh", flag = "-c", cmd = command;
-    char* argv[] = {shell.data(), flag.data(), cmd.data(), nullptr};
-    int rc = posix_spawn(&pid_, "/bin/sh", &actions, &attr, argv, envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-    ::close(out_pipe[1]);
-    ::close(err_pipe[1]);
     out_fd_ = out_pipe[0];
     err_fd_ = err_pipe[0];
     ::fcntl(out_fd_, F_SETFL, O_NONBLOCK);
     ::fcntl(err_fd_, F_SETFL, O_NONBLOCK);
-    if (rc != 0) {
-      reaped_ = true;
-      throw NodeError(std::string("cannot start /bin/sh: ") + std::strerror(rc));
+    ChildSpec spec;
+    spec.argv = {"/bin/sh", "-c", command};
+    spec.env = env;
+    spec.cwd = cwd;
+    spec.stdout_fd = out_pipe[1];
+    spec.stderr_fd = err_pipe[1];
+    spec.stop_grace = kTermGrace;
+    try {
+      child_.emplace(spec);
+    } catch (const std::exception& e) {
+      ::close(out_pipe[1]);
+      ::close(err_pipe[1]);
+      throw NodeError(e.what());
     }
-    // A pidfd becomes readable when the child exits: no polling delay for short commands.
-    pidfd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
+    ::close(out_pipe[1]);
+    ::close(err_pipe[1]);
   }
-  ~ChildProcess() {
-    if (!reaped_) {  // an exception on the way: do not leave the group running or a zombie behind
-      ::kill(-pid_, SIGKILL);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-    }
-    for (int fd : {pidfd_, out_fd_, err_fd_})
+  ~CommandProcess() {
+    child_.reset();   // an exception on the way: stop it, and everything it started, before closing the pipes
+    for (int fd : {out_fd_, err_fd_})
       if (fd >= 0) ::close(fd);
   }
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
+  CommandProcess(const CommandProcess&) = delete;
+  CommandProcess& operator=(const CommandProcess&) = delete;
 
-  // Copies output into the sinks and waits up to `timeout` for the shell to exit; true once it has
+  // Copies output into the sinks and waits up to `timeout` for the command to end; true once it has
   // (status() is then valid, and everything it wrote has been read).
   bool wait_for(std::chrono::milliseconds timeout, OutputSink& out, OutputSink& err) {
-    if (reaped_) return true;
     const auto deadline = Clock::now() + timeout;
     while (true) {
-      pollfd fds[3] = {{out_fd_, POLLIN, 0}, {err_fd_, POLLIN, 0}, {pidfd_, POLLIN, 0}};
-      const nfds_t count = pidfd_ >= 0 ? 3 : 2;
+      const int exit_fd = child_->exit_fd();
+      pollfd fds[3] = {{out_fd_, POLLIN, 0}, {err_fd_, POLLIN, 0}, {exit_fd, POLLIN, 0}};
+      const nfds_t count = exit_fd >= 0 ? 3 : 2;
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      // Without a pidfd, wake up now and then to ask waitpid.
+      // Without a pidfd, wake up now and then to ask.
       int wait_ms = static_cast<int>(std::max<long long>(0, left.count()));
-      if (pidfd_ < 0) wait_ms = std::min(wait_ms, 2);
+      if (exit_fd < 0) wait_ms = std::min(wait_ms, 2);
       int rc = ::poll(fds, count, wait_ms);
       if (rc < 0 && errno != EINTR) throw NodeError(std::string("poll failed: ") + std::strerror(errno));
       drain(out_fd_, out);
       drain(err_fd_, err);
-      if (reap(WNOHANG)) {
+      if (child_->exited()) {
         drain(out_fd_, out);  // what it wrote just before exiting
         drain(err_fd_, err);
         return true;
@@ -252,20 +230,17 @@ class ChildProcess {
     }
   }
 
-  // SIGTERM to the whole group, then SIGKILL if it does not go away.
+  // SIGTERM to the command and everything it started, SIGKILL after kTermGrace; returns once all are gone.
   void terminate_group(OutputSink& out, OutputSink& err) {
-    ::kill(-pid_, SIGTERM);
-    if (!wait_for(std::chrono::duration_cast<std::chrono::milliseconds>(kTermGrace), out, err)) ::kill(-pid_, SIGKILL);
+    child_->stop();
     while (!wait_for(std::chrono::milliseconds(100), out, err)) {
     }
-    ::kill(-pid_, SIGKILL);  // stragglers the shell left behind
   }
 
-  int status() const { return status_; }
+  int status() const { return child_->status(); }
 
  private:
-  // Reads what is available now (the pipes are non-blocking). A background process that keeps the
-  // pipe open after the shell exits cannot hold the node up: its later output is simply not read.
+  // Reads what is available now (the pipes are non-blocking).
   static void drain(int fd, OutputSink& sink) {
     char buffer[65536];
     while (true) {
@@ -279,24 +254,8 @@ class ChildProcess {
     }
   }
 
-  bool reap(int flags) {
-    int status = 0;
-    pid_t r;
-    do {
-      r = ::waitpid(pid_, &status, flags);
-    } while (r < 0 && errno == EINTR);
-    if (r == pid_) {
-      status_ = status;
-      reaped_ = true;
-      return true;
-    }
-    return false;
-  }
-
-  pid_t pid_ = -1;
-  int pidfd_ = -1, out_fd_ = -1, err_fd_ = -1;
-  int status_ = 0;
-  bool reaped_ = false;
+  std::optional<ChildProcess> child_;
+  int out_fd_ = -1, err_fd_ = -1;
 };
 
 class CommandNode : public NodeType {
@@ -390,7 +349,7 @@ class CommandNode : public NodeType {
       timeout_s = ctx.params["timeout_s"].get<double>();
 
     OutputSink out_sink(out_dir / kStdoutFile), err_sink(out_dir / kStderrFile);
-    ChildProcess child(command, out_dir, env);
+    CommandProcess child(command, out_dir, env);
     const auto start = Clock::now();
     enum class Stop { exited, timed_out, cancelled } stop = Stop::exited;
     while (!child.wait_for(std::chrono::milliseconds(50), out_sink, err_sink)) {

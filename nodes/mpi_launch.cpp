@@ -1,17 +1,18 @@
 #include "nodes/mpi_launch.hpp"
 
-#include <cstdio>
-
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
+
+#include "pipeline/child_process.hpp"
 
 namespace aispflow {
 
@@ -46,49 +47,42 @@ std::vector<std::string> mpirun_command(const std::filesystem::path& mpirun, con
 
 MpiRunResult run_mpirun(const std::filesystem::path& mpirun, const MpiLaunch& launch,
                         const std::filesystem::path& log_file, const std::atomic<bool>* cancel) {
-  const std::vector<std::string> args = mpirun_command(mpirun, launch);
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-
   MpiRunResult result;
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    result.output = "fork failed";
+  const int log_fd = ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (log_fd < 0) {
+    result.output = "cannot write " + log_file.string() + ": " + std::strerror(errno);
     return result;
   }
-  if (pid == 0) {
-    // Child: its own process group, so the whole job (mpirun and its local ranks) is killed together.
-    ::setpgid(0, 0);
-    const int fd = ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int null_fd = ::open("/dev/null", O_RDONLY);
-    if (fd >= 0) { ::dup2(fd, 1); ::dup2(fd, 2); }
-    if (null_fd >= 0) ::dup2(null_fd, 0);
-    for (const auto& [name, value] : launch.env) ::setenv(name.c_str(), value.c_str(), 1);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
+  // The child-process facility ends mpirun, its ranks and daemons with the node, and with aispflow itself should
+  // it die: mpirun runs in a process group of its own under a keeper that kills whatever is left.
+  ChildSpec spec;
+  spec.argv = mpirun_command(mpirun, launch);
+  spec.env = environment_with(launch.env);
+  spec.stdout_fd = spec.stderr_fd = log_fd;
+  spec.stop_grace = std::chrono::milliseconds(500);   // mpirun passes SIGTERM on to its ranks at once
+  std::optional<ChildProcess> child;
+  try {
+    child.emplace(spec);
+  } catch (const std::exception& e) {
+    result.output = e.what();
   }
-  ::setpgid(pid, pid);   // also from the parent, so a kill right away reaches the group
+  ::close(log_fd);
+  if (!child) return result;
 
   const auto start = std::chrono::steady_clock::now();
-  int status = 0;
-  for (;;) {
-    const pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) break;
+  while (!child->wait_for(std::chrono::milliseconds(20))) {
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const bool cancelled = cancel && cancel->load();
     if (elapsed > launch.timeout_s || cancelled) {
       result.timed_out = !cancelled;
       result.cancelled = cancelled;
-      ::kill(-pid, SIGTERM);
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
-      ::kill(-pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
+      child->stop();
+      while (!child->wait_for(std::chrono::milliseconds(100))) {
+      }
       break;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  ::kill(-pid, SIGKILL);   // ranks left behind by a dying mpirun
+  const int status = child->status();
   if (WIFEXITED(status)) result.exit_status = WEXITSTATUS(status);
   else if (WIFSIGNALED(status)) result.exit_status = 128 + WTERMSIG(status);
   std::ifstream in(log_file);
@@ -102,14 +96,10 @@ nlohmann::json mpi_launcher_info() {
   const auto mpirun = find_mpirun();
   if (!mpirun) return {{"unavailable", "no mpirun on PATH (OpenMPI: .ci/install-deps.sh)"}};
   nlohmann::json info = {{"mpirun", mpirun->string()}};
-  if (FILE* f = ::popen((mpirun->string() + " --version 2>&1").c_str(), "r")) {
-    char line[256] = {};
-    if (std::fgets(line, sizeof line, f)) {
-      std::string v(line);
-      while (!v.empty() && (v.back() == '\n' || v.back() == ' ')) v.pop_back();
-      info["version"] = v;
-    }
-    ::pclose(f);
+  if (const auto text = output_of({mpirun->string(), "--version"})) {
+    std::string v = text->substr(0, text->find('\n'));
+    while (!v.empty() && (v.back() == '\r' || v.back() == ' ')) v.pop_back();
+    if (!v.empty()) info["version"] = v;
   }
   return info;
 }

@@ -1,7 +1,8 @@
 #pragma once
 // Launching a program under OpenMPI's mpirun from a node: the command line (root and oversubscription
-// flags, hosts, the environment exported to every rank) and a supervised run in its own process group,
-// killed as a whole after a timeout or on Ctrl-C. Nothing home-made replaces MPI's launcher.
+// flags, hosts, the environment exported to every rank) and a supervised run through the child-process facility
+// (pipeline/child_process.hpp), killed as a whole after a timeout, on Ctrl-C, or when aispflow dies. Nothing
+// home-made replaces MPI's launcher.
 #include <atomic>
 #include <filesystem>
 #include <map>

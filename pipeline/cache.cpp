@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "pipeline/hash.hpp"
+#include "pipeline/run_scratch.hpp"
 
 namespace aispflow {
 
@@ -1152,26 +1153,18 @@ std::vector<CacheEntryInfo> Cache::list() const {
   return entries;
 }
 
-namespace {
-
-constexpr const char* kScratchPrefix = "run-";
-
-// True while the process that made scratch directory "run-<pid>-<random>" is alive (on this host:
-// the cache lives on a local disk, like the runs using it).
-bool scratch_owner_alive(const fs::path& dir) {
-  const std::string name = dir.filename().string();
-  if (name.rfind(kScratchPrefix, 0) != 0) return false;
-  const long pid = std::strtol(name.c_str() + std::strlen(kScratchPrefix), nullptr, 10);
-  if (pid <= 0) return false;
-  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+fs::path Cache::make_scratch_dir() {
+  auto scratch = std::make_unique<RunScratch>(root_ / "tmp");
+  const fs::path dir = scratch->dir();
+  std::lock_guard guard(scratch_mutex_);
+  scratch_.push_back(std::move(scratch));
+  return dir;
 }
 
-}  // namespace
-
-fs::path Cache::make_scratch_dir() {
-  const fs::path dir = root_ / "tmp" / (kScratchPrefix + unique_suffix());
-  fs::create_directories(dir);
-  return dir;
+std::vector<DeadRun> Cache::collect_dead_runs() {
+  std::error_code ec;
+  if (!fs::is_directory(root_ / "tmp", ec)) return {};
+  return aispflow::collect_dead_runs(root_ / "tmp");
 }
 
 Cache::GcResult Cache::gc() {
@@ -1205,16 +1198,17 @@ Cache::GcResult Cache::gc() {
   for (fs::recursive_directory_iterator it(root_ / "index", ec), end; !ec && it != end; it.increment(ec)) {
     if (is_temporary(it->path()) && is_stale(it->path())) leftovers.push_back(it->path());
   }
-  // Scratch directories of runs that were killed before they could remove them.
-  ec.clear();
-  for (fs::directory_iterator it(root_ / "tmp", ec), end; !ec && it != end; it.increment(ec)) {
-    if (!scratch_owner_alive(it->path())) leftovers.push_back(it->path());
+  GcResult result;
+  // Scratch directories of runs that were killed before they could remove them (and whose every process is gone).
+  result.dead_runs = collect_dead_runs();
+  for (const auto& dead : result.dead_runs) {
+    ++result.leftovers;
+    result.bytes += dead.bytes;
   }
   // Parsed workflows: a pure speed-up, one per (file content, --set) ever run; rebuilt when needed.
   ec.clear();
   if (fs::exists(root_ / "workflows", ec)) leftovers.push_back(root_ / "workflows");
 
-  GcResult result;
   // Returns whether `path` went, adding its size to the bytes freed.
   auto remove = [&](const fs::path& path) {
     std::error_code size_ec;
@@ -1248,8 +1242,7 @@ void Cache::clear() {
     if (it->path().filename() == "lock") continue;
     if (it->path().filename() == "tmp") {
       std::error_code tmp_ec;
-      for (fs::directory_iterator run(it->path(), tmp_ec); !tmp_ec && run != end; run.increment(tmp_ec))
-        if (!scratch_owner_alive(run->path())) fs::remove_all(run->path());
+      collect_dead_runs();
       continue;
     }
     fs::remove_all(it->path());

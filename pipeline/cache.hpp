@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "pipeline/artifact.hpp"
+#include "pipeline/run_scratch.hpp"
 
 namespace aispflow {
 
@@ -106,9 +107,13 @@ class Cache {
   void flush_index() const;  // const: the index is bookkeeping, not the cache's content
 
   // A fresh directory under <root>/tmp/ for a run's node outputs (same filesystem as the entries, so
-  // store() renames instead of copying). Its name carries the creating process's id: gc and clear
-  // leave it alone while that process lives. The caller removes it when the run ends.
+  // store() renames instead of copying). It is locked (pipeline/run_scratch.hpp) while this Cache object,
+  // or any process started meanwhile, lives: gc, clear and other runs leave it alone until then. The caller
+  // removes it when the run ends.
   std::filesystem::path make_scratch_dir();
+  // Removes the scratch directories of runs that are gone (every process of theirs ended); returns them.
+  // A run does this when it starts; gc and clear do it too.
+  std::vector<DeadRun> collect_dead_runs();
 
   std::vector<CacheEntryInfo> list() const;
   // Removes entries no index file points at, temporary directories left by crashed writers (older
@@ -120,6 +125,7 @@ class Cache {
     std::size_t entries = 0;     // unreferenced entries removed
     std::size_t leftovers = 0;   // temporary and scratch directories, parsed-workflow cache
     std::uintmax_t bytes = 0;    // freed, both kinds
+    std::vector<DeadRun> dead_runs;   // the scratch directories among the leftovers, with their owners
   };
   GcResult gc();
   // Removes every entry and index file (the lock file stays, so concurrent lockers stay exclusive;
@@ -139,6 +145,8 @@ class Cache {
   mutable std::map<std::string, std::unique_ptr<WorkflowIndex>> indexes_;
   mutable std::mutex objects_fd_mutex_;
   mutable std::atomic<int> objects_fd_{-1};
+  std::mutex scratch_mutex_;
+  std::vector<std::unique_ptr<RunScratch>> scratch_;   // this process's, locked until the Cache goes
 };
 
 }  // namespace aispflow

@@ -187,6 +187,11 @@ int run_command(const RunArgs& args) {
     return kExitOk;
   }
 
+  // What killed runs left in the cache once all their processes had ended (docs/cache.md).
+  if (!args.no_cache)
+    for (const auto& dead : cache.collect_dead_runs())
+      std::fprintf(stderr, "aispflow: removed %s (%s), left by a run that is gone (%s)\n", dead.dir.string().c_str(),
+                   human_bytes(dead.bytes).c_str(), dead.owner.c_str());
   const fs::path out = args.out.empty() ? fs::path("runs") / filesystem_name(l.workflow.name) : fs::path(args.out);
   options.out_dir = out;
   install_signal_handlers();
@@ -367,6 +372,9 @@ int cache_command(const std::string& action, const std::string& cache_dir) {
                 human_bytes(total).c_str(), cache.root().string().c_str());
   } else if (action == "gc") {
     const auto gc = cache.gc();
+    for (const auto& dead : gc.dead_runs)
+      std::printf("removed %s (%s), left by a run that is gone (%s)\n", dead.dir.string().c_str(),
+                  human_bytes(dead.bytes).c_str(), dead.owner.c_str());
     std::printf("removed %zu unreferenced entr%s and %zu leftover%s (scratch, temporary, parsed workflows), freed %s\n",
                 gc.entries, gc.entries == 1 ? "y" : "ies", gc.leftovers, gc.leftovers == 1 ? "" : "s",
                 human_bytes(gc.bytes).c_str());
