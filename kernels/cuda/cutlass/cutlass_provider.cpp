@@ -76,10 +76,8 @@ void fill_record(GemmRecord& rec, std::vector<Listed>& listed, const std::vector
   rec.kernel = w.kernel;
   rec.verified = true;
   rec.max_rel_err = w.max_rel_err;
-  rec.time = w.full->stats;
-  rec.extra["timing"] = w.full->timing_json();
+  record_winner_measurement(rec, w);
   if (w.identity.contains("swizzle")) rec.extra["scheduler"] = {{"swizzle", w.identity["swizzle"]}, {"raster", "heuristic"}};
-  if (!w.full->warnings.empty()) rec.extra["warnings"] = w.full->warnings;
   if (list_all)
     for (std::size_t i = 0; i < listed.size(); ++i)
       if (listed[i].searched == winner) rec.extra["search"]["winner"] = i;
@@ -157,7 +155,7 @@ std::vector<GemmRecord> CutlassProvider::run(const GemmCase& gemm, const TimingP
     rec.extra["cutlass"] = cutlass_build_info()["version"];
     rec.extra["verification"] =
         "every element vs the CUDA fp32-accumulating reference GEMM on the same inputs (kernels/cuda/gemm_data.cu); "
-        "output poisoned with NaN before the run";
+        "output poisoned with NaN before the run; first and last operand copy, each against its own reference";
     if (spec.ab == Elem::e4m3) {
       rec.extra["scales"] = {{"a", problem.scale_a()}, {"b", problem.scale_b()},
                              {"applied_as", "alpha = scale_a * scale_b"}, {"output", "bf16"}};
