@@ -148,6 +148,8 @@ std::vector<GemmRecord> CutlassProvider::run(const GemmCase& gemm, const TimingP
                                           : 1;
     // GemmProblem stores fp8's B as N x K whatever the layout (as for cuBLASLt): cutlass_storage_layout().
     GemmProblem problem(gemm.shape, spec, seed, stream, copies, GemmVariant::of(gemm));
+    if (problem.copies() > 1)   // as every GPU GEMM provider records them (docs/records.md)
+      rec.extra["operand_copies"] = {{"copies", problem.copies()}, {"bytes_each", problem.operand_bytes_per_copy()}};
     const std::string storage = problem.b_transposed() ? "nt" : "nn";
     if (storage != cutlass_storage_layout(gemm)) throw std::logic_error("cutlass: B storage does not match the instances");
     rec.tolerance = problem.tolerance();
