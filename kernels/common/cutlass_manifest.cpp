@@ -51,6 +51,7 @@ std::string CutlassInstance::symbol() const {
 
 bool CutlassInstance::in_build_set(const std::string& build_set) const {
   if (build_set == "all") return true;
+  if (build_set == "pick") return set == "pick";
   return set == "pick" || set == "default";
 }
 

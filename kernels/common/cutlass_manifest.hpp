@@ -24,7 +24,8 @@ struct CutlassInstance {
   std::string name() const;
   // The C symbol of the instance's entry points; kernels/cuda/cutlass/cutlass.cmake builds the same string.
   std::string symbol() const;
-  // Built with AISPFLOW_CUTLASS_INSTANCES=`build_set` ("default" builds pick + default rows, "all" every row).
+  // Built with AISPFLOW_CUTLASS_INSTANCES=`build_set` ("pick" builds the pick rows, "default" pick + default rows,
+  // "all" every row).
   bool in_build_set(const std::string& build_set) const;
   bool block_scaled() const { return dtype == "mxfp8" || dtype == "nvfp4"; }
 };

@@ -2,10 +2,14 @@
 // The one candidate search behind every provider that picks among several kernels for a case: `ours.cluster`
 // with autotune (and any provider with a single candidate), the same steps `cublaslt.sweep` takes:
 //   1. verify every candidate: output poisoned with NaN, one launch, every element compared with the reference,
-//      on the first and on the last operand copy; a candidate failing any check is `failed` and never timed;
+//      on the first and on the last operand copy (each copy holds its own data and has its own reference); with
+//      an epilogue, also the epilogue on its own (compare_epilogue: the fused output against the same kernel's
+//      output without the epilogue, `bare`); a candidate failing any check is `failed` and never timed;
 //   2. screen the verified ones with a short timing (only when there are more than `finalists`);
 //   3. time the finalists interleaved (Harness::time_interleaved: same clocks and power state for all);
-//   4. the fastest finalist wins.
+//   4. the fastest finalist wins; when several were timed, the winner is timed once more on its own (its
+//      confirmation round), and that is the time the record reports: the minimum of several finalists' medians
+//      would favour whichever finalist's noise ran low.
 // Providers supply the candidates; the search knows nothing about what they run.
 #include <functional>
 #include <optional>
@@ -27,6 +31,10 @@ struct SearchCandidate {
   nlohmann::json identity;         // provider-specific identity fields for the record's `candidates` entry
                                    // ({"config": ...} for ours.*, {"heuristic_rank", "algo"} for cuBLASLt)
   BoundLaunch launch;              // enqueues one GEMM on an operand copy
+  // The same kernel without the epilogue (A*B into C of the copy): needed, with an epilogue, for its check. A
+  // candidate with an epilogue and no `bare` fails verification (a check that cannot run is not a pass).
+  BoundLaunch bare;
+  std::string bare_note;           // how `bare` relates to `launch` when it is not the very same kernel
   double extra_tolerance = 0;      // added to the problem's tolerance (OurKernel::extra_rounding)
   // Filled by the search:
   std::string status = "ok";       // "ok" | "failed"
@@ -34,8 +42,15 @@ struct SearchCandidate {
   bool verified = false;
   double max_rel_err = 0;
   std::optional<Measurement> screen, full;
+  std::optional<Measurement> confirmation;   // the winner's own round, when several finalists were timed
+  nlohmann::json epilogue_check;             // {"max_ratio", "bound", "bare"} when the epilogue was checked
+  // The measurement the record reports: the confirmation round when there is one, else `full`.
+  const Measurement& reported() const { return confirmation ? *confirmation : *full; }
   nlohmann::json to_json() const;
 };
+
+// The winner's reported measurement into its record: time, timing, warnings, and the epilogue check.
+void record_winner_measurement(GemmRecord& rec, const SearchCandidate& winner);
 
 struct SearchOptions {
   int finalists = 3;               // timed with the full policy, interleaved

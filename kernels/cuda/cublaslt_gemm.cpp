@@ -1,6 +1,7 @@
 #include "kernels/cuda/cublaslt_gemm.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
@@ -136,19 +137,20 @@ GemmProblem::GemmProblem(const GemmShape& shape, const LtDtype& dtype, std::uint
   a_ = DeviceBuffer(a_stride_ * std::size_t(copies_));
   b_ = DeviceBuffer(b_stride_ * std::size_t(copies_));
   c_ = DeviceBuffer(c_stride_ * std::size_t(copies_));
-  ref_ = DeviceBuffer(std::size_t(c_count()) * sizeof(float));
-  floor_ = DeviceBuffer(std::size_t(c_count()) * sizeof(float));
+  const std::size_t references = copies_ > 1 ? 2 : 1;   // the first and the last copy
+  ref_ = DeviceBuffer(references * std::size_t(c_count()) * sizeof(float));
+  floor_ = DeviceBuffer(references * std::size_t(c_count()) * sizeof(float));
   scales_ = DeviceBuffer(2 * kScaleSlotFloats * sizeof(float));
-  // |x| in [1/64, 1]: never zeros, and no magnitudes that overflow fp16 at large K.
-  fill_random(a(0), dtype.ab, a_count, seed * 2 + 1, stream);
-  fill_random(b(0), dtype.ab, b_count, seed * 2 + 2, stream);
+  // |x| in [1/64, 1]: never zeros, and no magnitudes that overflow fp16 at large K. Every copy its own values
+  // (the raw addresses here: the test hook must not make copies share their fill).
+  for (int i = 0; i < copies_; ++i) {
+    const std::uint64_t s = seed_for_copy(seed, i);
+    fill_random(a_.as<char>() + std::size_t(i) * a_stride_, dtype.ab, a_count, s * 2 + 1, stream);
+    fill_random(b_.as<char>() + std::size_t(i) * b_stride_, dtype.ab, b_count, s * 2 + 2, stream);
+  }
   if (epilogue_ != Epilogue::none) {   // a bias of the same magnitude as the products' spread, never zero
     bias_ = DeviceBuffer(std::size_t(shape.n) * elem_bytes(dtype.c));
     fill_random(bias_.get(), dtype.c, shape.n, seed * 2 + 3, stream);
-  }
-  for (int i = 1; i < copies_; ++i) {   // identical operands at other addresses
-    AISPFLOW_CUDA_CHECK(cudaMemcpyAsync(a(i), a(0), a_stride_, cudaMemcpyDeviceToDevice, stream));
-    AISPFLOW_CUDA_CHECK(cudaMemcpyAsync(b(i), b(0), b_stride_, cudaMemcpyDeviceToDevice, stream));
   }
   if (dtype.ab == Elem::e4m3) {
     // Distinct, non-unit scales: a kernel that ignores either scale, or applies one twice, fails verification.
@@ -162,24 +164,50 @@ GemmProblem::GemmProblem(const GemmShape& shape, const LtDtype& dtype, std::uint
   // The host array goes out of scope: wait for the copy (this constructor synchronises below anyway).
   AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
 
-  RefGemm g;
-  g.m = shape.m;
-  g.n = shape.n;
-  g.k = shape.k;
-  g.batch = shape.batch;
-  g.ab_type = dtype.ab;
-  g.b_transposed = b_transposed_;   // B's random values are drawn in storage order either way
-  g.epilogue = epilogue_;
-  g.bias = bias();
-  g.bias_type = dtype.c;
-  g.a = a(0);
-  g.b = b(0);
-  g.scale = scale_a_ * scale_b_;
-  g.c = ref_.as<float>();
-  g.floor = floor_.as<float>();
-  reference_gemm(g, stream);
+  // One reference per verifiable copy, each from that copy's own operands.
+  for (int copy : {0, copies_ - 1}) {
+    RefGemm g;
+    g.m = shape.m;
+    g.n = shape.n;
+    g.k = shape.k;
+    g.batch = shape.batch;
+    g.ab_type = dtype.ab;
+    g.b_transposed = b_transposed_;   // B's random values are drawn in storage order either way
+    g.epilogue = epilogue_;
+    g.bias = bias();
+    g.bias_type = dtype.c;
+    g.a = a_.as<char>() + std::size_t(copy) * a_stride_;
+    g.b = b_.as<char>() + std::size_t(copy) * b_stride_;
+    g.scale = scale_a_ * scale_b_;
+    g.c = const_cast<float*>(reference(copy));
+    g.floor = const_cast<float*>(error_floor(copy));
+    reference_gemm(g, stream);
+    if (copies_ == 1) break;
+  }
   AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
+  // Set last: the fills and references above use the real addresses of every copy.
+  operands_from_copy0_ = OperandCopySabotage::active();
 }
+
+std::uint64_t GemmProblem::seed_for_copy(std::uint64_t seed, int copy) {
+  // Far apart in the generator's counter space (fill_random hashes seed * golden + index): no two copies, and
+  // no copy and the bias, draw the same stream.
+  return copy == 0 ? seed : seed + 0x1000003ULL * std::uint64_t(copy);
+}
+
+std::int64_t GemmProblem::ref_slot(int copy) const {
+  if (!verifiable(copy))
+    throw std::invalid_argument("operand copy " + std::to_string(copy) + " of " + std::to_string(copies_) +
+                                " has no reference (the first and the last have)");
+  return copy == 0 ? 0 : 1;
+}
+
+namespace {
+std::atomic<int> g_operand_copy_sabotage{0};
+}
+OperandCopySabotage::OperandCopySabotage() { ++g_operand_copy_sabotage; }
+OperandCopySabotage::~OperandCopySabotage() { --g_operand_copy_sabotage; }
+bool OperandCopySabotage::active() { return g_operand_copy_sabotage.load() > 0; }
 
 // kernels::default_tolerance is the bound the CPU providers use, with the same error metric. tf32 gets a
 // floor of 8 * 2^-11: rounding both operands to 10-bit mantissas makes each product off by up to 2^-10,
@@ -252,6 +280,14 @@ void LtPlan::run(const cublasLtMatmulAlgo_t& algo, cudaStream_t stream, int copy
   AISPFLOW_CUBLAS_CHECK(cublasLtMatmul(ctx_.lt(), desc_, &alpha, problem_.b(copy), lt_a_, problem_.a(copy), lt_b_,
                                        &beta, problem_.c(copy), lt_c_, problem_.c(copy), lt_c_, &algo, ctx_.workspace(),
                                        ctx_.workspace_bytes(), stream));
+}
+
+bool LtPlan::supports(const cublasLtMatmulAlgo_t& algo) const {
+  cublasLtMatmulHeuristicResult_t result{};
+  const cublasStatus_t status =
+      cublasLtMatmulAlgoCheck(ctx_.lt(), desc_, lt_a_, lt_b_, lt_c_, lt_c_, &algo, &result);
+  return status == CUBLAS_STATUS_SUCCESS && result.state == CUBLAS_STATUS_SUCCESS &&
+         result.workspaceSize <= ctx_.workspace_bytes();
 }
 
 nlohmann::json lt_algo_identity(const cublasLtMatmulHeuristicResult_t& result) {

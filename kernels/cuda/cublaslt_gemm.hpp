@@ -48,8 +48,12 @@ struct GemmVariant {
 //
 // Copies: short GEMMs are timed as CUDA graphs of many back-to-back launches, and the L2 flush only
 // happens between graphs. So that every launch still reads its operands from HBM (a roofline point must
-// not ride on a warm L2), the problem can hold several identical copies of A, B and C, enough that
-// together they exceed twice the L2; the launches of a graph rotate over them.
+// not ride on a warm L2), the problem can hold several copies of A, B and C, enough that together they
+// exceed twice the L2; the launches of a graph rotate over them. Every copy holds different random operands
+// (copy 0 those of `seed`, copy i those of seed_for_copy(seed, i)), and the first and the last copy each have
+// their own reference: a launch that reads copy 0 whatever copy it is given writes copy 0's product into the
+// last copy's output, which its check rejects (with identical copies it would pass, and then read a warm L2
+// inside a timing graph while the record says cold).
 class GemmProblem {
  public:
   GemmProblem(const GemmShape& shape, const LtDtype& dtype, std::uint64_t seed, cudaStream_t stream, int copies = 1,
@@ -75,28 +79,39 @@ class GemmProblem {
   static int copies_for_cold_l2(const GemmShape& shape, const LtDtype& dtype, double l2_bytes, int max_copies);
 
   void poison_output(cudaStream_t stream, int copy = 0) { poison(c(copy), std::size_t(c_stride_), stream); }
+  // The copies that have a reference, hence can be verified: the first and the last.
+  bool verifiable(int copy) const { return copy == 0 || copy == copies_ - 1; }
+  // C of `copy` against that copy's own reference; throws std::invalid_argument for a copy without one.
   Comparison check_output(cudaStream_t stream, int copy = 0) const {
-    return compare_to_reference(c(copy), dtype_.c, ref_.as<float>(), floor_.as<float>(), c_count(), stream);
+    return check_output_range(stream, 0, c_count(), copy);
   }
   // Elements [first, first + count) of C only: a grouped GEMM writes the first m_g rows of each expert's
   // slot of the padded layout (batch = experts, m = the largest group), so it is checked group by group.
   Comparison check_output_range(cudaStream_t stream, std::int64_t first, std::int64_t count, int copy = 0) const {
     return compare_to_reference(static_cast<char*>(c(copy)) + std::size_t(first) * std::size_t(elem_bytes(dtype_.c)), dtype_.c,
-                                ref_.as<float>() + first, floor_.as<float>() + first, count, stream);
+                                reference(copy) + first, error_floor(copy) + first, count, stream);
   }
   // The tolerance verification applies (see cublaslt_gemm.cpp).
   double tolerance() const;
 
-  void* a(int copy = 0) const { return a_.as<char>() + std::size_t(copy) * a_stride_; }
-  void* b(int copy = 0) const { return b_.as<char>() + std::size_t(copy) * b_stride_; }
+  // Operands of `copy`. Under the test hook (OperandCopySabotage) every copy's operands are copy 0's: what a
+  // launch bound to copy 0 would read.
+  void* a(int copy = 0) const { return a_.as<char>() + std::size_t(read_copy(copy)) * a_stride_; }
+  void* b(int copy = 0) const { return b_.as<char>() + std::size_t(read_copy(copy)) * b_stride_; }
   void* c(int copy = 0) const { return c_.as<char>() + std::size_t(copy) * c_stride_; }
-  const float* reference() const { return ref_.as<float>(); }
+  // The fp32 reference and its error floor of a verifiable copy (see verifiable()).
+  const float* reference(int copy = 0) const { return ref_.as<float>() + std::size_t(ref_slot(copy) * c_count()); }
+  const float* error_floor(int copy = 0) const { return floor_.as<float>() + std::size_t(ref_slot(copy) * c_count()); }
+  // The seed of copy i's operands (copy 0: the problem's seed).
+  static std::uint64_t seed_for_copy(std::uint64_t seed, int copy);
   // Each scale in its own 256-byte slot: cuBLASLt checks the alignment of every pointer it is given.
   const float* device_scale_a() const { return scales_.as<float>(); }
   const float* device_scale_b() const { return scales_.as<float>() + kScaleSlotFloats; }
 
  private:
   static constexpr int kScaleSlotFloats = 64;
+  int read_copy(int copy) const { return operands_from_copy0_ ? 0 : copy; }
+  std::int64_t ref_slot(int copy) const;
   GemmShape shape_;
   LtDtype dtype_;
   bool b_transposed_ = false;
@@ -104,8 +119,22 @@ class GemmProblem {
   std::uint64_t seed_;
   int copies_ = 1;
   std::size_t a_stride_ = 0, b_stride_ = 0, c_stride_ = 0;   // bytes per copy, rounded up to 256
+  bool operands_from_copy0_ = false;                           // the test hook, as it was at construction
   float scale_a_ = 1, scale_b_ = 1;
   DeviceBuffer a_, b_, c_, ref_, floor_, scales_, bias_;
+};
+
+// Test hook (tests only): while one of these lives, every GemmProblem constructed reads copy 0's operands
+// whatever copy a launch asks for (a(copy), b(copy)); outputs still go to C of the copy asked for. It makes
+// every provider family's launches do what a launch bound to copy 0 would, so a test can see that
+// verification fails. Not thread-safe against problems constructed concurrently on other threads.
+class OperandCopySabotage {
+ public:
+  OperandCopySabotage();
+  ~OperandCopySabotage();
+  OperandCopySabotage(const OperandCopySabotage&) = delete;
+  OperandCopySabotage& operator=(const OperandCopySabotage&) = delete;
+  static bool active();
 };
 
 // The cuBLASLt descriptors for one problem; asks the heuristic for candidates and runs them.
@@ -123,6 +152,8 @@ class LtPlan {
   // Enqueues the GEMM on operand copy `copy` on `stream`. Capturable into a CUDA graph. Throws CudaError
   // on a cuBLASLt error.
   void run(const cublasLtMatmulAlgo_t& algo, cudaStream_t stream, int copy = 0) const;
+  // Whether cuBLASLt accepts `algo` for this plan's descriptors (cublasLtMatmulAlgoCheck).
+  bool supports(const cublasLtMatmulAlgo_t& algo) const;
 
  private:
   GpuContext& ctx_;

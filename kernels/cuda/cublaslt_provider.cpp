@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <random>
 
 #include "kernels/cuda/candidate_search.hpp"
@@ -97,12 +98,14 @@ std::vector<GemmRecord> CublasLtProvider::run(const GemmCase& gemm, const Timing
     rec.extra["seed"] = seed;
     rec.extra["verification"] =
         "every element vs the CUDA fp32-accumulating reference GEMM on the same inputs (kernels/cuda/gemm_data.cu); "
-        "output poisoned with NaN before the run";
+        "output poisoned with NaN before the run; first and last operand copy, each against its own reference; with "
+        "an epilogue, the epilogue also on its own (epilogue_check)";
     if (problem.copies() > 1)
       rec.extra["operand_copies"] = {{"copies", problem.copies()},
                                      {"bytes_each", problem.operand_bytes_per_copy()},
-                                     {"why", "launches rotate over identical copies so that each reads A and B from "
-                                             "HBM, not from an L2 warmed by the previous launch"}};
+                                     {"why", "launches rotate over copies (each with its own random data; the first and the "
+                                             "last verified against their own reference) so that each reads A and B "
+                                             "from HBM, not from an L2 warmed by the previous launch"}};
     if (spec.b_transposed && gemm.layout == "nn")
       rec.extra["layout_note"] = "B stored transposed (row-major N x K) because cuBLASLt's fp8 kernels need the TN form; "
                             "the record's C = A[MxK] * B[KxN] is the same product";
@@ -111,6 +114,13 @@ std::vector<GemmRecord> CublasLtProvider::run(const GemmCase& gemm, const Timing
 
     const auto plan_ptr = std::make_shared<LtPlan>(ctx, problem);
     const LtPlan& plan = *plan_ptr;
+    // With an epilogue: the same algorithm without it, for the epilogue check (candidate_search.hpp).
+    std::shared_ptr<LtPlan> bare_plan;
+    std::optional<cublasLtMatmulAlgo_t> bare_top;
+    if (problem.epilogue() != Epilogue::none) {
+      bare_plan = std::make_shared<LtPlan>(ctx, problem, /*fuse_epilogue=*/false);
+      if (const auto top = bare_plan->candidates(1); !top.empty()) bare_top = top.front().algo;
+    }
     auto heuristics = plan.candidates(sweep_ ? kSweepCandidates : 1);
     if (sweep_) {
       // The heuristic does not always rank the same way when asked for 1 and for 32 algorithms; the
@@ -140,6 +150,18 @@ std::vector<GemmRecord> CublasLtProvider::run(const GemmCase& gemm, const Timing
       candidates[i].kernel = lt_kernel_name(identity);
       const cublasLtMatmulAlgo_t algo = heuristics[i].algo;
       candidates[i].launch = [plan_ptr, algo](cudaStream_t s, int copy) { plan_ptr->run(algo, s, copy); };
+      if (bare_plan) {
+        if (bare_plan->supports(algo)) {
+          candidates[i].bare = [bare_plan, algo](cudaStream_t s, int copy) { bare_plan->run(algo, s, copy); };
+        } else if (bare_top) {
+          // Rare: this algorithm exists only with the epilogue. A*B from the bare problem's heuristic top instead;
+          // both accumulate in fp32, and the check's bound covers two accumulation orders.
+          const cublasLtMatmulAlgo_t other = *bare_top;
+          candidates[i].bare = [bare_plan, other](cudaStream_t s, int copy) { bare_plan->run(other, s, copy); };
+          candidates[i].bare_note = "cuBLASLt refuses this algorithm without the epilogue; A*B from its heuristic top: " +
+                                    lt_kernel_name(lt_algo_identity(bare_plan->candidates(1).front()));
+        }
+      }
     }
     SearchOptions options;
     options.finalists = sweep_ ? kSweepFinalists : 1;
@@ -169,11 +191,9 @@ std::vector<GemmRecord> CublasLtProvider::run(const GemmCase& gemm, const Timing
     rec.kernel = w.kernel;
     rec.verified = true;
     rec.max_rel_err = w.max_rel_err;
-    rec.time = w.full->stats;
     rec.extra["algo"] = w.identity["algo"];
     rec.extra["heuristic_rank"] = w.identity["heuristic_rank"];
-    rec.extra["timing"] = w.full->timing_json();
-    if (!w.full->warnings.empty()) rec.extra["warnings"] = w.full->warnings;
+    record_winner_measurement(rec, w);
     if (sweep_) {
       int verified = 0, finalists = 0;
       for (const auto& c : candidates) {

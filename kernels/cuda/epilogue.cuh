@@ -3,15 +3,11 @@
 // kernels compute the same function (only their rounding differs).
 #include <cuda_runtime.h>
 
+#include "kernels/common/gelu.hpp"
+
 namespace aispflow::kernels::cuda {
 
-// GELU in its tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). This is the form cuBLASLt's GELU
-// epilogue and the frameworks' "fast GELU" compute; the erf form differs from it by up to ~1e-3.
-__host__ __device__ inline float gelu_tanh(float x) {
-  constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  const float inner = kSqrt2OverPi * (x + 0.044715f * x * x * x);
-  return 0.5f * x * (1.0f + tanhf(inner));
-}
+// gelu_tanh (kernels/common/gelu.hpp): the reference's GELU, tanh form, found here through the enclosing namespace.
 
 // The same function with the hardware tanh (tanh.approx.f32, relative error about 2^-11): what our kernels'
 // fused epilogues use. Its error is far below the bf16 rounding of their output (2^-8), so the check against the

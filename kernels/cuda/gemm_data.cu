@@ -4,6 +4,7 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -216,6 +217,46 @@ __global__ void compare_kernel(const T* c, const float* ref, const float* floor,
   }
 }
 
+// GELU (tanh form) in float64, written out here rather than shared with gelu_tanh: the epilogue check must
+// not inherit a fault of the function it checks (which tests compare with independently computed values).
+__device__ inline double gelu_tanh_f64(double x) {
+  const double sqrt_2_over_pi = 0.79788456080286535588;   // sqrt(2 / pi)
+  return 0.5 * x * (1.0 + tanh(sqrt_2_over_pi * (x + 0.044715 * x * x * x)));
+}
+
+// See compare_epilogue (gemm_data.hpp) for the bound. u: the output type's unit roundoff.
+template <class T>
+__global__ void epilogue_compare_kernel(const T* fused, const T* bare, BiasView bias, const float* floor, Epilogue epi,
+                                        std::int64_t n, double u, double accumulation, std::int64_t count,
+                                        unsigned long long* worst, unsigned long long* non_finite) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const double got = to_float(fused[i]), product = to_float(bare[i]);
+    if (!isfinite(got) || !isfinite(product)) {
+      atomicAdd(non_finite, 1ull);
+      continue;
+    }
+    const double x = product + double(bias.at(i % n));
+    const double want = epi == Epilogue::bias_gelu ? gelu_tanh_f64(x) : x;
+    const double bound = 2.0 * (u * (1.2 * fabs(product) + fabs(want)) + 0x1p-11 * fabs(x)) +
+                         accumulation * double(floor[i]) + 1e-30;
+    const float ratio = float(fabs(got - want) / bound);
+    const unsigned long long key = (static_cast<unsigned long long>(__float_as_uint(ratio)) << 32) |
+                                   static_cast<unsigned long long>(static_cast<std::uint32_t>(i));
+    atomicMax(worst, key);
+  }
+}
+
+// The three numbers of the worst element, for the message: fused, bare, expected.
+template <class T>
+__global__ void epilogue_worst_kernel(const T* fused, const T* bare, BiasView bias, Epilogue epi, std::int64_t n,
+                                      std::int64_t i, double* out) {
+  const double x = double(to_float(bare[i])) + double(bias.at(i % n));
+  out[0] = to_float(fused[i]);
+  out[1] = to_float(bare[i]);
+  out[2] = epi == Epilogue::bias_gelu ? gelu_tanh_f64(x) : x;
+}
+
 template <class T>
 __global__ void read_element_kernel(const T* c, std::int64_t index, float* out) {
   *out = to_float(c[index]);
@@ -318,6 +359,77 @@ Comparison compare_to_reference(const void* c, Elem c_type, const float* ref, co
   AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
   result.worst_value = got;
   result.worst_reference = expected;
+  return result;
+}
+
+std::string EpilogueComparison::describe(std::int64_t n) const {
+  char buffer[320];
+  if (non_finite > 0) {
+    std::snprintf(buffer, sizeof buffer, "epilogue check: %lld elements of the fused or the bare output are NaN/Inf",
+                  static_cast<long long>(non_finite));
+    return buffer;
+  }
+  if (worst_index < 0) return "epilogue check: no elements compared";
+  std::snprintf(buffer, sizeof buffer,
+                "epilogue off by %.3gx its bound at C[%lld][%lld] (got %.6g, expected %.6g from the same kernel's A*B "
+                "= %.6g without the epilogue, plus the bias, epilogue in float64)",
+                max_ratio, static_cast<long long>(worst_index / n), static_cast<long long>(worst_index % n),
+                worst_value, worst_expected, worst_bare);
+  return buffer;
+}
+
+EpilogueComparison compare_epilogue(const EpilogueCheck& e, cudaStream_t stream) {
+  if (e.count > (std::int64_t(1) << 32)) throw std::invalid_argument("compare_epilogue: more than 2^32 elements");
+  if (e.epilogue == Epilogue::none || !e.bias || !e.fused || !e.bare || !e.floor || e.n <= 0)
+    throw std::invalid_argument("compare_epilogue: needs an epilogue, the fused and bare outputs, bias and floor");
+  EpilogueComparison result;
+  if (e.count <= 0) return result;
+  double u = 0x1p-24;
+  if (e.c_type == Elem::bf16) u = 0x1p-8;
+  else if (e.c_type == Elem::f16) u = 0x1p-11;
+  else if (e.c_type == Elem::e4m3) u = 0x1p-4;
+  // floor * sqrt(k) = sum |a*b| (times the scale): 8 u_fp32 of it covers two fp32 accumulation orders.
+  const double accumulation = 8.0 * 0x1p-24 * std::sqrt(double(std::max<std::int64_t>(e.k, 1)));
+  DeviceBuffer scratch(2 * sizeof(unsigned long long) + 3 * sizeof(double));
+  auto* worst = scratch.as<unsigned long long>();
+  auto* non_finite = worst + 1;
+  auto* values = reinterpret_cast<double*>(non_finite + 1);   // fused, bare, expected at the worst element
+  AISPFLOW_CUDA_CHECK(cudaMemsetAsync(scratch.get(), 0, scratch.bytes(), stream));
+  const BiasView bias{e.bias, e.bias_type};
+  dispatch(e.c_type, [&]<Elem E>() {
+    using T = typename Storage<E>::type;
+    epilogue_compare_kernel<T><<<grid_for(e.count, 256), 256, 0, stream>>>(
+        static_cast<const T*>(e.fused), static_cast<const T*>(e.bare), bias, e.floor, e.epilogue, e.n, u, accumulation,
+        e.count, worst, non_finite);
+    AISPFLOW_CUDA_CHECK_LAUNCH();
+  });
+  unsigned long long host_worst = 0, host_non_finite = 0;
+  AISPFLOW_CUDA_CHECK(cudaMemcpyAsync(&host_worst, worst, sizeof host_worst, cudaMemcpyDeviceToHost, stream));
+  AISPFLOW_CUDA_CHECK(
+      cudaMemcpyAsync(&host_non_finite, non_finite, sizeof host_non_finite, cudaMemcpyDeviceToHost, stream));
+  AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
+  result.non_finite = std::int64_t(host_non_finite);
+  if (result.non_finite > 0) {
+    result.max_ratio = std::numeric_limits<double>::infinity();
+    return result;
+  }
+  const std::uint32_t bits = std::uint32_t(host_worst >> 32);
+  float ratio = 0;
+  std::memcpy(&ratio, &bits, sizeof ratio);
+  result.max_ratio = ratio;
+  result.worst_index = std::int64_t(host_worst & 0xffffffffull);
+  dispatch(e.c_type, [&]<Elem E>() {
+    using T = typename Storage<E>::type;
+    epilogue_worst_kernel<T><<<1, 1, 0, stream>>>(static_cast<const T*>(e.fused), static_cast<const T*>(e.bare), bias,
+                                                  e.epilogue, e.n, result.worst_index, values);
+    AISPFLOW_CUDA_CHECK_LAUNCH();
+  });
+  double host_values[3] = {};
+  AISPFLOW_CUDA_CHECK(cudaMemcpyAsync(host_values, values, sizeof host_values, cudaMemcpyDeviceToHost, stream));
+  AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
+  result.worst_value = host_values[0];
+  result.worst_bare = host_values[1];
+  result.worst_expected = host_values[2];
   return result;
 }
 

@@ -63,6 +63,36 @@ struct Comparison {
 Comparison compare_to_reference(const void* c, Elem c_type, const float* ref, const float* floor, std::int64_t count,
                                 cudaStream_t stream);
 
+// The epilogue on its own, so that its check does not drown in the GEMM's accumulation error (at K = 8192 the
+// bf16 tolerance of compare_to_reference, relative to the error floor, exceeds the whole difference between
+// GELU and ReLU). `fused` is a kernel's output with the epilogue, `bare` the same kernel's output without it
+// (A*B only, same operands). Each element of `fused` is compared with the epilogue applied in float64 to
+// bare + bias, within what a correct pair can differ by: the rounding of `bare` to the output type (carried
+// through GELU, whose slope is below 1.13), the rounding of `fused`, a hardware tanh (2^-11), and fp32
+// accumulation-order differences between the two runs (8 u_fp32 sum|a*b|, from the reference's error floor).
+// Independent of K: a ReLU instead of GELU misses by up to 0.17 where the bound is about 0.01.
+struct EpilogueCheck {
+  Epilogue epilogue = Epilogue::none;
+  Elem c_type = Elem::bf16;
+  const void* fused = nullptr;
+  const void* bare = nullptr;
+  const void* bias = nullptr;  // [n] of bias_type
+  Elem bias_type = Elem::bf16;
+  const float* floor = nullptr;  // the reference's error floor of the same copy
+  std::int64_t n = 0, k = 0, count = 0;
+};
+struct EpilogueComparison {
+  double max_ratio = 0;        // max |fused - epilogue(bare + bias)| / bound; > 1 fails; +inf for NaN/Inf
+  std::int64_t worst_index = -1;
+  std::int64_t non_finite = 0;
+  double worst_value = 0, worst_expected = 0, worst_bare = 0;
+  bool ok() const { return non_finite == 0 && max_ratio <= 1.0; }
+  // "epilogue off by 12x its bound at C[3][7] (got 0, expected -0.17 = gelu(-0.75 = A*B -0.31 + bias))"
+  std::string describe(std::int64_t n) const;
+};
+// Synchronises the stream.
+EpilogueComparison compare_epilogue(const EpilogueCheck& check, cudaStream_t stream);
+
 // Overwrites element `index` of c with `value` (tests use it to corrupt an output on purpose).
 void set_element(void* c, Elem c_type, std::int64_t index, float value, cudaStream_t stream);
 

@@ -87,8 +87,11 @@ __global__ void fma_kernel(float* out, float a, float b, int iterations) {
 // Threads whose sum is off the closed form. x_{i+1} = a x_i + b converges to x_f = b / (1 - a):
 // x_n = x_f + a^n (x_0 - x_f). Each fmaf rounds once (at most 2^-24 relative); the errors shrink by a each
 // step, so a chain is off by at most 2^-24 max|x| / (1 - a); the final 8-term fp32 sum adds 8 roundings.
-// Twice that bound is allowed. Half the iterations miss by about a^(n/2) |x_0 - x_f| summed over the chains,
-// orders of magnitude more (the probe's a and n make a^(n/2) about 1e-2 against a bound of about 1e-3).
+// Twice that bound is allowed. Stopping d iterations early misses by about a^n (a^-d - 1) sum|x_0 - x_f|. The
+// probe's a = 1 - 2^-12 and b = -2^-10 (exact in fp32; x_f = -4, below every start, so the chains' misses add
+// up) with n = 8192 (a^n = e^-2) make that miss 16-21x the bound for 8000 of 8192 iterations and ~600x for half,
+// while a full run stays below 1/1000 of it (simulated with std::fmaf over every start value; losing a single
+// iteration already reaches a tenth of the bound).
 std::size_t fma_threads_off(const std::vector<float>& got, int threads, float a, float b, int iterations) {
   const double ad = a, bd = b, fixed = bd / (1.0 - ad), an = std::pow(ad, iterations);
   std::size_t off = 0;
@@ -166,14 +169,16 @@ Ceiling measure_fp32_fma(Harness& harness, const TimingPolicy& timing, Sabotage 
   ScopedDevice on(harness.device());
   const int sms = sm_count(harness.device());
   constexpr int kThreads = 256, kBlocksPerSm = 8, kIterations = 8192;
-  // a = 0.999: a^8192 is about 3e-4 and a^4096 about 2e-2, so a kernel that stops halfway is far off.
-  constexpr float kA = 0.999f, kB = 1e-3f;
+  // a^8192 = e^-2: far enough from 0 that every iteration still moves the result (see fma_threads_off).
+  constexpr float kA = 1.0f - 0x1p-12f, kB = -0x1p-10f;
   const unsigned blocks = unsigned(sms * kBlocksPerSm);
   DeviceBuffer out(std::size_t(blocks) * kThreads * sizeof(float));
   auto launch = [&](cudaStream_t s) {
     if (sabotage == Sabotage::fma_noop) return;
-    fma_kernel<<<blocks, kThreads, 0, s>>>(out.as<float>(), kA, kB,
-                                           sabotage == Sabotage::fma_half ? kIterations / 2 : kIterations);
+    const int iterations = sabotage == Sabotage::fma_half    ? kIterations / 2
+                           : sabotage == Sabotage::fma_short ? kIterations - 192
+                                                             : kIterations;
+    fma_kernel<<<blocks, kThreads, 0, s>>>(out.as<float>(), kA, kB, iterations);
     AISPFLOW_CUDA_CHECK_LAUNCH();
   };
   const double flops = 2.0 * kFmaChains * double(kIterations) * double(blocks) * kThreads;

@@ -511,8 +511,12 @@ std::vector<Ceiling> measure_p2p(std::size_t bytes, const TimingPolicy& timing, 
   std::vector<DeviceBuffer> src, dst, expected;
   std::vector<std::unique_ptr<Harness>> harnesses;
   std::vector<std::unique_ptr<OutputCheck>> checks;
+  std::vector<std::size_t> l2_bytes;   // per GPU, for the record's warning at small sizes
   for (int d = 0; d < count; ++d) {
     ScopedDevice on(d);
+    int l2 = 0;
+    AISPFLOW_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, d));
+    l2_bytes.push_back(std::size_t(l2));
     src.emplace_back(bytes);
     dst.emplace_back(bytes);
     expected.emplace_back(bytes);  // on this GPU: what a copy from the current source GPU must leave
@@ -567,6 +571,14 @@ std::vector<Ceiling> measure_p2p(std::size_t bytes, const TimingPolicy& timing, 
         c["verified"] = true;
         c["time_ms"] = m.stats.to_json();
         c["samples"] = m.stats.samples;
+        c["timing"] = m.timing_json();
+        std::vector<std::string> warnings = m.warnings;
+        if (bytes <= l2_bytes[std::size_t(to)])
+          warnings.push_back("source and destination (2 x " + size_text(bytes) + ") are at most twice the " +
+                             size_text(l2_bytes[std::size_t(to)]) + " L2, which is not flushed between samples: "
+                             "the copy runs largely from L2, so this measures L2 rather than HBM bandwidth "
+                             "(docs/nodes-comm.md, p2p)");
+        if (!warnings.empty()) c["warnings"] = warnings;
         return c;
       };
 

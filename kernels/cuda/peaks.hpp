@@ -28,6 +28,7 @@ enum class Sabotage {
   triad_b_twice,      // hbm.triad: a = b + s*b
   fma_noop,           // cuda_core.fp32: nothing is launched
   fma_half,           // cuda_core.fp32: half the iterations
+  fma_short,          // cuda_core.fp32: 8000 of the 8192 iterations (2.3 % of the work missing)
   p2p_half,           // p2p.*: both copies move only the first half of the buffer
 };
 
@@ -94,7 +95,7 @@ class OutputCheck {
 // fp32 FMA throughput of the CUDA cores ("cuda_core.fp32", TFLOP/s, 2 FLOP per FMA; on_chip_peaks.cu). Each
 // thread iterates x = a x + b (a contraction) and writes the sum of its chains; every thread's sum is
 // compared with the closed form x_n = x_f + a^n (x_0 - x_f) within a bound on the accumulated rounding, before
-// timing. A kernel that wrote nothing, or ran half the iterations, is `failed` and not timed.
+// timing. A kernel that wrote nothing, or skipped even 192 of its 8192 iterations, is `failed` and not timed.
 Ceiling measure_fp32_fma(Harness& harness, const TimingPolicy& timing, Sabotage sabotage = Sabotage::none);
 
 // For every ordered pair of GPUs: copy-engine bandwidth (cudaMemcpyPeerAsync) and, where the destination

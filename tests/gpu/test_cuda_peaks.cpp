@@ -159,12 +159,19 @@ TEST_F(CudaGpu, EveryProbeCheckFailsOnItsBrokenCase) {
   expect_verified(measure_fp32_fma(harness, timing));
   expect_failed(measure_fp32_fma(harness, timing, Sabotage::fma_noop), "FMA kernel never launched");
   expect_failed(measure_fp32_fma(harness, timing, Sabotage::fma_half), "FMA kernel runs half the iterations");
+  expect_failed(measure_fp32_fma(harness, timing, Sabotage::fma_short), "FMA kernel runs 8000 of 8192 iterations");
   // The pair matrix (every GPU with itself at least): each copy checked against its source.
   const std::size_t p2p_bytes = std::size_t(8) << 20;
   const auto p2p = measure_p2p(p2p_bytes, timing, /*include_local=*/true);
   ASSERT_FALSE(p2p.empty());
   for (const auto& c : p2p)
-    if (c.value("status", "") != "not measured") expect_verified(c);
+    if (c.value("status", "") != "not measured") {
+      expect_verified(c);
+      // The harness's timing travels with every record, and 8 MiB (far below an H100's 50 MiB L2) says it is L2.
+      EXPECT_EQ(c.at("timing").value("l2", ""), "warm (not flushed)") << c.dump();
+      ASSERT_TRUE(c.contains("warnings")) << c.dump();
+      EXPECT_NE(c["warnings"].dump().find("measures L2 rather than HBM"), std::string::npos) << c.dump();
+    }
   for (const auto& c : measure_p2p(p2p_bytes, timing, /*include_local=*/true, Sabotage::p2p_half))
     if (c.value("status", "") != "not measured") expect_failed(c, c.value("name", "") + " copies half the buffer");
   std::printf("l2.read %.0f GB/s, smem.read %.0f GB/s (verified; every sabotaged probe failed untimed)\n",

@@ -66,6 +66,7 @@ TEST(CutlassManifest, OnePickPerArchDtypeLayoutAndDefaultSetStaysSmall) {
     if (i.in_build_set("default")) (i.arch == 90 ? sm90_default : sm100_default)++;
     all += i.in_build_set("all") ? 1 : 0;
     if (i.set == "all") EXPECT_FALSE(i.in_build_set("default"));
+    EXPECT_EQ(i.in_build_set("pick"), i.set == "pick") << i.symbol();
   }
   EXPECT_TRUE(picks.count("90bf16nn") && picks.count("90bf16nt") && picks.count("90fp8_e4m3nt"));
   EXPECT_TRUE(picks.count("100bf16nt") && picks.count("100mxfp8nt") && picks.count("100nvfp4nt"));

@@ -4,10 +4,11 @@
 # that cache directory, then the location of an installed `cutlass_library` Python package.
 # Included from kernels/cuda/CMakeLists.txt after aispflow_cuda exists.
 set(AISPFLOW_CUTLASS_DIR "" CACHE PATH "CUTLASS source tree (holds include/cutlass/version.h); empty: search")
-set(AISPFLOW_CUTLASS_INSTANCES "default" CACHE STRING "CUTLASS instances to build: default (small set) | all")
-set_property(CACHE AISPFLOW_CUTLASS_INSTANCES PROPERTY STRINGS default all)
-if(NOT AISPFLOW_CUTLASS_INSTANCES MATCHES "^(default|all)$")
-  message(FATAL_ERROR "AISPFLOW_CUTLASS_INSTANCES must be default or all, not '${AISPFLOW_CUTLASS_INSTANCES}'")
+set(AISPFLOW_CUTLASS_INSTANCES "default" CACHE STRING
+    "CUTLASS instances to build: pick (each dtype and layout's default only) | default (small set) | all")
+set_property(CACHE AISPFLOW_CUTLASS_INSTANCES PROPERTY STRINGS pick default all)
+if(NOT AISPFLOW_CUTLASS_INSTANCES MATCHES "^(pick|default|all)$")
+  message(FATAL_ERROR "AISPFLOW_CUTLASS_INSTANCES must be pick, default or all, not '${AISPFLOW_CUTLASS_INSTANCES}'")
 endif()
 
 set(_cutlass_dir "")
@@ -43,9 +44,11 @@ if(_cutlass_dir)
   list(JOIN _cutlass_version "." _cutlass_version)
 endif()
 
-# Every CUTLASS instance is compiled for its own architecture only; sm_100a needs CUDA 12.8+.
+# Every CUTLASS instance is compiled for its own architecture only; sm_100a needs CUDA 12.8+. A build meant for a
+# Hopper machine alone (a GPU bundle, say) can leave the Blackwell instances out: they take most of the build time.
+option(AISPFLOW_CUTLASS_SM100 "Build the sm_100a (Blackwell) CUTLASS instances where nvcc can" ON)
 set(_cutlass_sm100 OFF)
-if(CMAKE_CUDA_COMPILER_VERSION VERSION_GREATER_EQUAL 12.8)
+if(AISPFLOW_CUTLASS_SM100 AND CMAKE_CUDA_COMPILER_VERSION VERSION_GREATER_EQUAL 12.8)
   set(_cutlass_sm100 ON)
 endif()
 
@@ -73,6 +76,9 @@ if(_cutlass_dir)
     list(GET _fields 8 _schedule)
     list(GET _fields 9 _set)
     if(AISPFLOW_CUTLASS_INSTANCES STREQUAL "default" AND _set STREQUAL "all")
+      continue()
+    endif()
+    if(AISPFLOW_CUTLASS_INSTANCES STREQUAL "pick" AND NOT _set STREQUAL "pick")
       continue()
     endif()
     if(_arch EQUAL 100 AND NOT _cutlass_sm100)
@@ -112,13 +118,16 @@ if(_cutlass_dir)
     target_compile_options(aispflow_cutlass_sm${_arch} PRIVATE --expt-relaxed-constexpr -diag-suppress=2908)
     target_sources(aispflow_cuda PRIVATE $<TARGET_OBJECTS:aispflow_cutlass_sm${_arch}>)
   endforeach()
-  if(NOT _cutlass_sm100)
+  if(NOT AISPFLOW_CUTLASS_SM100)
+    set(_cutlass_why "built with AISPFLOW_CUTLASS_SM100=OFF: no Blackwell instances")
+  elseif(NOT _cutlass_sm100)
     set(_cutlass_why "nvcc ${CMAKE_CUDA_COMPILER_VERSION} cannot build sm_100a (needs CUDA 12.8+): no Blackwell instances")
   endif()
 else()
   message(STATUS "aispflow: ${_cutlass_why}: the cutlass providers will report themselves unavailable")
 endif()
 set(AISPFLOW_CUTLASS_SM100_INSTANCES ${_count_100} CACHE INTERNAL "sm_100a CUTLASS instances in this build")
+set(AISPFLOW_CUTLASS_SM90_INSTANCES ${_count_90} CACHE INTERNAL "sm_90a CUTLASS GEMM instances in this build")
 file(CONFIGURE OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/cutlass_compiled.inc CONTENT "${_compiled_inc}")
 target_compile_definitions(aispflow_cuda PRIVATE
   AISPFLOW_CUTLASS_VERSION="${_cutlass_version}"

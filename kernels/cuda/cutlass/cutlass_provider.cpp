@@ -76,10 +76,8 @@ void fill_record(GemmRecord& rec, std::vector<Listed>& listed, const std::vector
   rec.kernel = w.kernel;
   rec.verified = true;
   rec.max_rel_err = w.max_rel_err;
-  rec.time = w.full->stats;
-  rec.extra["timing"] = w.full->timing_json();
+  record_winner_measurement(rec, w);
   if (w.identity.contains("swizzle")) rec.extra["scheduler"] = {{"swizzle", w.identity["swizzle"]}, {"raster", "heuristic"}};
-  if (!w.full->warnings.empty()) rec.extra["warnings"] = w.full->warnings;
   if (list_all)
     for (std::size_t i = 0; i < listed.size(); ++i)
       if (listed[i].searched == winner) rec.extra["search"]["winner"] = i;
@@ -150,6 +148,8 @@ std::vector<GemmRecord> CutlassProvider::run(const GemmCase& gemm, const TimingP
                                           : 1;
     // GemmProblem stores fp8's B as N x K whatever the layout (as for cuBLASLt): cutlass_storage_layout().
     GemmProblem problem(gemm.shape, spec, seed, stream, copies, GemmVariant::of(gemm));
+    if (problem.copies() > 1)   // as every GPU GEMM provider records them (docs/records.md)
+      rec.extra["operand_copies"] = {{"copies", problem.copies()}, {"bytes_each", problem.operand_bytes_per_copy()}};
     const std::string storage = problem.b_transposed() ? "nt" : "nn";
     if (storage != cutlass_storage_layout(gemm)) throw std::logic_error("cutlass: B storage does not match the instances");
     rec.tolerance = problem.tolerance();
@@ -157,7 +157,7 @@ std::vector<GemmRecord> CutlassProvider::run(const GemmCase& gemm, const TimingP
     rec.extra["cutlass"] = cutlass_build_info()["version"];
     rec.extra["verification"] =
         "every element vs the CUDA fp32-accumulating reference GEMM on the same inputs (kernels/cuda/gemm_data.cu); "
-        "output poisoned with NaN before the run";
+        "output poisoned with NaN before the run; first and last operand copy, each against its own reference";
     if (spec.ab == Elem::e4m3) {
       rec.extra["scales"] = {{"a", problem.scale_a()}, {"b", problem.scale_b()},
                              {"applied_as", "alpha = scale_a * scale_b"}, {"output", "bf16"}};

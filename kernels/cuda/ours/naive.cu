@@ -48,11 +48,11 @@ class NaiveKernel final : public OurKernel {
     if (system_info().devices.empty()) return std::string("no CUDA device");
     return std::nullopt;
   }
-  BoundLaunch bind(const GemmProblem& problem) const override {
+  BoundLaunch bind(const GemmProblem& problem, Epilogue epilogue_asked) const override {
     const auto s = problem.shape();
     const bool bt = problem.b_transposed();
     const auto* bias = static_cast<const __nv_bfloat16*>(problem.bias());
-    const int epilogue = int(problem.epilogue());
+    const int epilogue = int(epilogue_asked);
     const GemmProblem* p = &problem;
     return [s, bt, bias, epilogue, p](cudaStream_t stream, int copy) {
       const dim3 grid(unsigned((s.n + 255) / 256), unsigned(s.m), unsigned(s.batch));

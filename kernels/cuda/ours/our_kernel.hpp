@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/common/gemm.hpp"
+#include "kernels/cuda/gemm_data.hpp"
 
 namespace aispflow::kernels::cuda {
 
@@ -35,8 +36,10 @@ class OurKernel {
   // ("fp8 needs layout nt (K-major B)", "TMA needs 16-byte aligned rows: K % 8 != 0", "requires sm_90a").
   virtual std::optional<std::string> unsupported(const GemmCase& c) const = 0;
   // Prepares everything a launch needs for `problem` (tensor maps per operand copy, grid, workspace) and
-  // returns the launcher. The problem must outlive the launcher.
-  virtual BoundLaunch bind(const GemmProblem& problem) const = 0;
+  // returns the launcher, applying `epilogue` (the problem's own, or none: the same kernel without it, which the
+  // epilogue check compares against). The problem must outlive the launcher.
+  virtual BoundLaunch bind(const GemmProblem& problem, Epilogue epilogue) const = 0;
+  BoundLaunch bind(const GemmProblem& problem) const;   // with the problem's epilogue
   // Relative error this configuration may add beyond the dtype's tolerance, and why: only for a computation
   // that rounds an intermediate by design (the unfused pair stores A*B in bf16 before the bias and GELU).
   virtual double extra_rounding() const { return 0.0; }

@@ -24,6 +24,8 @@ std::string gib(double bytes) {
 
 }  // namespace
 
+BoundLaunch OurKernel::bind(const GemmProblem& problem) const { return bind(problem, problem.epilogue()); }
+
 OursProvider::OursProvider(std::string name, std::function<GpuContext&()> context, KernelList kernels,
                            ConfigPicker pick, bool can_autotune)
     : name_(std::move(name)),
@@ -119,7 +121,8 @@ std::vector<GemmRecord> OursProvider::run(const GemmCase& c, const TimingPolicy&
     rec.extra["seed"] = seed;
     rec.extra["verification"] =
         "every element vs the CUDA fp32-accumulating reference GEMM on the same random inputs (kernels/cuda/"
-        "gemm_data.cu), epilogue included; output poisoned with NaN before the run; first and last operand copy";
+        "gemm_data.cu), epilogue included; output poisoned with NaN before the run; first and last operand copy, each "
+        "against its own reference; with an epilogue, the epilogue also on its own (epilogue_check)";
     if (problem.copies() > 1)
       rec.extra["operand_copies"] = {{"copies", problem.copies()}, {"bytes_each", problem.operand_bytes_per_copy()}};
     if (problem.b_transposed() && c.layout == "nn")
@@ -135,6 +138,7 @@ std::vector<GemmRecord> OursProvider::run(const GemmCase& c, const TimingPolicy&
       sc.kernel = k->identity(c);
       sc.identity = {{"config", k->config()}};
       sc.launch = k->bind(problem);
+      if (problem.epilogue() != Epilogue::none) sc.bare = k->bind(problem, Epilogue::none);
       sc.extra_tolerance = k->extra_rounding();
       candidates.push_back(std::move(sc));
     }
@@ -165,10 +169,8 @@ std::vector<GemmRecord> OursProvider::run(const GemmCase& c, const TimingPolicy&
     rec.kernel = w.kernel;
     rec.verified = true;
     rec.max_rel_err = w.max_rel_err;
-    rec.time = w.full->stats;
     rec.extra["config"] = w.identity["config"];
-    rec.extra["timing"] = w.full->timing_json();
-    if (!w.full->warnings.empty()) rec.extra["warnings"] = w.full->warnings;
+    record_winner_measurement(rec, w);
   } catch (const std::exception& e) {
     rec.status = "failed";
     rec.verified = false;

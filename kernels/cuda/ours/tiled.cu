@@ -217,7 +217,7 @@ class TiledKernel final : public OurKernel {
     if ((s.m + kTileM - 1) / kTileM > 65535) return std::string("M above 65535 tiles");
     return std::nullopt;
   }
-  BoundLaunch bind(const GemmProblem& problem) const override {
+  BoundLaunch bind(const GemmProblem& problem, Epilogue epilogue_asked) const override {
     const auto s = problem.shape();
     const bool bt = problem.b_transposed();
     GemmCase c{s, "bf16", bt ? "nt" : "nn"};
@@ -226,7 +226,7 @@ class TiledKernel final : public OurKernel {
                      : (al ? tiled_gemm_kernel<false, true> : tiled_gemm_kernel<false, false>);
     AISPFLOW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
     const auto* bias = static_cast<const __nv_bfloat16*>(problem.bias());
-    const int epilogue = int(problem.epilogue());
+    const int epilogue = int(epilogue_asked);
     const GemmProblem* p = &problem;
     return [=](cudaStream_t stream, int copy) {
       const dim3 grid(unsigned((s.n + kTileN - 1) / kTileN), unsigned((s.m + kTileM - 1) / kTileM), unsigned(s.batch));

@@ -35,18 +35,18 @@ class UnfusedPair final : public OurKernel {
   // The GEMM's result is rounded to bf16 before the bias and GELU are applied and rounded again: one more
   // rounding of the bf16 unit (2^-8 relative) than the fused computation the reference models.
   double extra_rounding() const override { return 0x1p-8; }
-  BoundLaunch bind(const GemmProblem& problem) const override {
+  BoundLaunch bind(const GemmProblem& problem, Epilogue epilogue_asked) const override {
     auto plan = std::make_shared<LtPlan>(context_(), problem, /*fuse_epilogue=*/false);
     const auto candidates = plan->candidates(1);
     if (candidates.empty()) throw CudaError("cuBLASLt's heuristic returned no algorithm for this problem");
     const cublasLtMatmulAlgo_t algo = candidates.front().algo;
     const auto s = problem.shape();
     const void* bias = problem.bias();
-    const int epilogue = int(problem.epilogue());
+    const int epilogue = int(epilogue_asked);
     const GemmProblem* p = &problem;
     return [plan, algo, s, bias, epilogue, p](cudaStream_t stream, int copy) {
       plan->run(algo, stream, copy);
-      launch_bias_epilogue(p->c(copy), bias, s.m * s.n * s.batch, s.n, epilogue, stream);
+      if (epilogue != 0) launch_bias_epilogue(p->c(copy), bias, s.m * s.n * s.batch, s.n, epilogue, stream);
     };
   }
 
