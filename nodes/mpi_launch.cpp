@@ -15,15 +15,31 @@
 
 namespace aispflow {
 
-std::optional<std::filesystem::path> find_mpirun() {
+namespace {
+std::optional<std::filesystem::path> find_on_path(const char* program) {
   const char* path = std::getenv("PATH");
   std::stringstream dirs(path ? path : "/usr/bin:/bin");
   for (std::string dir; std::getline(dirs, dir, ':');) {
     if (dir.empty()) continue;
-    const std::filesystem::path p = std::filesystem::path(dir) / "mpirun";
+    const std::filesystem::path p = std::filesystem::path(dir) / program;
     if (::access(p.c_str(), X_OK) == 0) return p;
   }
   return std::nullopt;
+}
+}  // namespace
+
+std::optional<std::filesystem::path> find_mpirun() { return find_on_path("mpirun"); }
+std::optional<std::filesystem::path> find_srun() { return find_on_path("srun"); }
+
+std::vector<std::string> srun_command(const std::filesystem::path& srun, const MpiLaunch& launch) {
+  // PMIx: Open MPI's ranks wire up through Slurm's PMIx server, no mpirun daemon in between. The environment
+  // (launch.env, set before exec) reaches every task through srun's default --export=ALL.
+  std::vector<std::string> argv = {srun.string(), "--mpi=pmix", "--ntasks=" + std::to_string(launch.ranks),
+                                   "--kill-on-bad-exit=1"};
+  if (launch.gpu_per_rank) argv.push_back("--gpus-per-task=1");
+  argv.insert(argv.end(), launch.extra_args.begin(), launch.extra_args.end());
+  argv.insert(argv.end(), launch.program.begin(), launch.program.end());
+  return argv;
 }
 
 std::vector<std::string> mpirun_command(const std::filesystem::path& mpirun, const MpiLaunch& launch) {
@@ -46,7 +62,7 @@ std::vector<std::string> mpirun_command(const std::filesystem::path& mpirun, con
 
 MpiRunResult run_mpirun(const std::filesystem::path& mpirun, const MpiLaunch& launch,
                         const std::filesystem::path& log_file, const std::atomic<bool>* cancel) {
-  const std::vector<std::string> args = mpirun_command(mpirun, launch);
+  const std::vector<std::string> args = launch.srun ? srun_command(mpirun, launch) : mpirun_command(mpirun, launch);
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);

@@ -231,7 +231,7 @@ struct Executor::Run {
     // Set when opt.remote starts this node elsewhere: where (the launcher's description), and the
     // request key that identifies the job (pipeline/remote_launcher.hpp). For hardware-bound nodes
     // `key` stays empty until the job says which key its compute node's fingerprint gave.
-    std::optional<json> remote_target;
+    std::optional<RemoteTarget> remote_target;
     std::string request_key;
     json remote_info;                    // a cached remote node: the job that made the artifact
   };
@@ -475,7 +475,7 @@ struct Executor::Run {
   Decision decide_remote_hardware(std::size_t i, Decision d) {
     const NodeDecl& decl = ex.dag_.node(i);
     KeyInputs request = d.key_inputs;
-    request.environment = json{{"executor", opt.remote->name()}, {"target", *d.remote_target}};
+    request.environment = json{{"executor", opt.remote->name()}, {"target", d.remote_target->where}};
     d.request_key = cache_key(request);
     if (forced[i]) {
       d.forced = true;
@@ -498,7 +498,7 @@ struct Executor::Run {
       before.environment = nullptr;       // the compute node's; compared by the job, not here
       d.reason = explain_change(before, d.key_inputs);
     }
-    if (d.reason.empty()) d.reason = "no " + opt.remote->name() + " result for these inputs on " + d.remote_target->dump();
+    if (d.reason.empty()) d.reason = "no " + opt.remote->name() + " result for these inputs (" + d.remote_target->label + ")";
     return d;
   }
 

@@ -26,6 +26,13 @@ namespace aispflow {
 struct NodeDecl;
 class NodeType;
 
+// Where a remote node runs, as the launcher describes it.
+struct RemoteTarget {
+  json where;          // what selects the machine (partition, GPUs, constraints): part of the request key
+  json how;            // what only shapes the submission (account, QOS, time limit): not part of any key
+  std::string label;   // for people: "partition h100, 1 GPU"
+};
+
 struct RemoteInput {
   std::string alias;
   std::string node;
@@ -45,7 +52,7 @@ struct RemoteRequest {
   std::map<std::string, int> resources;
   std::vector<RemoteInput> inputs;
   std::string workflow_dir;           // relative paths in params resolve against it
-  json target;                        // where it runs (the launcher's own description, from target())
+  RemoteTarget target;                // where it runs (from target())
 };
 
 // How a remote node ended.
@@ -69,8 +76,8 @@ class RemoteLauncher {
   virtual std::string name() const = 0;   // "slurm": run.json's "executor"
   // Where this node runs: nullopt keeps it in this process; otherwise a description of the target that
   // becomes part of the request key of hardware-bound nodes (a partition's results keep their own keys).
-  virtual std::optional<json> target(const NodeDecl& decl, const NodeType& type,
-                                     const std::map<std::string, int>& resources) const = 0;
+  virtual std::optional<RemoteTarget> target(const NodeDecl& decl, const NodeType& type,
+                                             const std::map<std::string, int>& resources) const = 0;
   // The result an earlier job (this run's driver or a crashed one) recorded for this request, if it
   // finished and stored an artifact: its key, job id and host. Reads files only.
   virtual std::optional<RemoteOutcome> recorded(const std::string& request_key) const = 0;

@@ -50,7 +50,14 @@ void run_request(const RemoteRequest& request, Cache& cache, const Registry& reg
   }
 
   KeyInputs inputs = request.key_inputs;
-  if (request.hardware_bound) inputs.environment = env_source.fingerprint();
+  if (request.hardware_bound) {
+    inputs.environment = env_source.fingerprint();
+    // A node may take its ranks from the allocation (alltoall launch: srun): an allocation of several tasks or
+    // nodes is part of where it measured. A one-task job keys exactly as a local run on the same machine.
+    const int tasks = std::atoi(std::getenv("SLURM_NTASKS") ? std::getenv("SLURM_NTASKS") : "1");
+    const int nodes = std::atoi(std::getenv("SLURM_JOB_NUM_NODES") ? std::getenv("SLURM_JOB_NUM_NODES") : "1");
+    if (tasks > 1 || nodes > 1) inputs.environment["slurm_allocation"] = {{"ntasks", tasks}, {"nodes", nodes}};
+  }
   const std::string key = cache_key(inputs);
   result.key = key;
   if (!request.forced) {

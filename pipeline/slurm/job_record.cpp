@@ -23,7 +23,8 @@ json request_to_json(const RemoteRequest& r) {
           {"key_inputs", r.key_inputs.to_json()}, {"hardware_bound", r.hardware_bound},
           {"exclusive", r.exclusive},     {"forced", r.forced},
           {"resources", r.resources},     {"inputs", inputs},
-          {"workflow_dir", r.workflow_dir}, {"target", r.target}};
+          {"workflow_dir", r.workflow_dir},
+          {"target", {{"where", r.target.where}, {"how", r.target.how}, {"label", r.target.label}}}};
 }
 
 RemoteRequest request_from_json(const json& j) {
@@ -41,7 +42,7 @@ RemoteRequest request_from_json(const json& j) {
     r.inputs.push_back(RemoteInput{in.at("alias").get<std::string>(), in.at("node").get<std::string>(),
                                    in.at("key").get<std::string>()});
   r.workflow_dir = j.at("workflow_dir").get<std::string>();
-  r.target = j.at("target");
+  r.target = RemoteTarget{j.at("target").at("where"), j.at("target").at("how"), j.at("target").value("label", "")};
   return r;
 }
 

@@ -164,32 +164,53 @@ Launcher::~Launcher() {
   if (poller_.joinable()) poller_.join();
 }
 
-std::optional<json> Launcher::target(const NodeDecl& decl, const NodeType& type,
-                                     const std::map<std::string, int>& resources) const {
+std::optional<RemoteTarget> Launcher::target(const NodeDecl& decl, const NodeType& type,
+                                             const std::map<std::string, int>& resources) const {
   const Settings s = opt_.profile.for_node(decl.name, decl.declared_name, decl.type);
   const std::string where = s.where.value_or(type.traits().hardware_bound ? "slurm" : "local");
   if (where != "slurm") return std::nullopt;
   // What selects the hardware: part of a hardware-bound node's request key, so each partition (or
   // constraint) keeps its own results. Account, QOS and time limit do not change the machine.
-  json t = {{"partition", s.partition.value_or("")}};
+  RemoteTarget target;
+  json& t = target.where;
+  t = {{"partition", s.partition.value_or("")}};
+  target.label = s.partition ? "partition " + *s.partition : "the default partition";
   auto gpu = resources.find("gpu");
-  if (gpu != resources.end() && gpu->second > 0) t["gpus"] = gpu->second;
-  if (s.sbatch_args) t["sbatch_args"] = *s.sbatch_args;
-  if (s.exclusive.value_or(false)) t["exclusive"] = true;
+  if (gpu != resources.end() && gpu->second > 0) {
+    t["gpus"] = gpu->second;
+    target.label += ", " + std::to_string(gpu->second) + " GPU" + (gpu->second == 1 ? "" : "s");
+  }
+  if (s.sbatch_args) {
+    t["sbatch_args"] = *s.sbatch_args;
+    for (const auto& a : *s.sbatch_args) target.label += " " + a;
+  }
+  if (s.num_nodes) {
+    t["nodes"] = *s.num_nodes;
+    target.label += ", " + std::to_string(*s.num_nodes) + " nodes";
+  }
+  if (s.ntasks) {
+    t["ntasks"] = *s.ntasks;
+    target.label += ", " + std::to_string(*s.ntasks) + " tasks";
+  }
+  if (s.exclusive.value_or(false)) {
+    t["exclusive"] = true;
+    target.label += ", exclusive";
+  }
   // The rest (account, qos, time, cpus, mem) only shapes the submission.
-  json submit = json::object();
+  json& submit = target.how;
+  submit = json::object();
   if (s.account) submit["account"] = *s.account;
   if (s.qos) submit["qos"] = *s.qos;
   if (s.time) submit["time"] = *s.time;
   if (s.cpus) submit["cpus"] = *s.cpus;
   if (s.mem) submit["mem"] = *s.mem;
-  return json{{"where", t}, {"submit", submit}};
+  return target;
 }
 
 std::vector<std::string> Launcher::sbatch_options(const RemoteRequest& request) const {
   std::vector<std::string> args;
-  const json& where = request.target.at("where");
-  const json& submit = request.target.at("submit");
+  const json& where = request.target.where;
+  const json& submit = request.target.how;
   if (auto p = where.value("partition", ""); !p.empty()) args.push_back("--partition=" + p);
   if (submit.contains("account")) args.push_back("--account=" + submit["account"].get<std::string>());
   if (submit.contains("qos")) args.push_back("--qos=" + submit["qos"].get<std::string>());
@@ -197,6 +218,8 @@ std::vector<std::string> Launcher::sbatch_options(const RemoteRequest& request) 
   if (submit.contains("cpus")) args.push_back("--cpus-per-task=" + std::to_string(submit["cpus"].get<int>()));
   if (submit.contains("mem")) args.push_back("--mem=" + submit["mem"].get<std::string>());
   if (where.contains("gpus")) args.push_back("--gres=gpu:" + std::to_string(where["gpus"].get<int>()));
+  if (where.contains("nodes")) args.push_back("--nodes=" + std::to_string(where["nodes"].get<int>()));
+  if (where.contains("ntasks")) args.push_back("--ntasks=" + std::to_string(where["ntasks"].get<int>()));
   if (where.value("exclusive", false)) args.push_back("--exclusive");
   if (where.contains("sbatch_args"))
     for (const auto& a : where["sbatch_args"]) args.push_back(a.get<std::string>());
@@ -274,7 +297,7 @@ void Launcher::start(RemoteRequest request, std::function<void(RemoteOutcome)> d
         RemoteOutcome o;
         o.error = "sbatch refused the job: " + error;
         o.finished_at = SystemClock::now();
-        o.info = {{"state", "NOT_SUBMITTED"}, {"partition", request.target["where"].value("partition", "")}};
+        o.info = {{"state", "NOT_SUBMITTED"}, {"partition", request.target.where.value("partition", "")}};
         job.done(std::move(o));
         return;
       }
@@ -302,8 +325,12 @@ void Launcher::cancel_all() {
   std::vector<std::string> ids;
   {
     std::lock_guard lock(mutex_);
-    if (cancelled_) return;
+    // Once, and again every few seconds while jobs remain: a busy controller can drop a request, and the
+    // driver waits for every job it cancelled to leave the queue.
+    const auto now = std::chrono::steady_clock::now();
+    if (cancelled_ && now - last_cancel_ < std::chrono::seconds(3)) return;
     cancelled_ = true;
+    last_cancel_ = now;
     for (const auto& [id, _] : active_) ids.push_back(id);
   }
   if (ids.empty()) return;
@@ -412,7 +439,7 @@ void Launcher::complete(Job& job, const std::optional<JobResult>& result, const 
   RemoteOutcome o;
   const fs::path log = job.dir / ("job-" + job.id + ".log");
   o.info = {{"job_id", job.id},
-            {"partition", job.partition.empty() ? job.target["where"].value("partition", "") : job.partition},
+            {"partition", job.partition.empty() ? job.target.where.value("partition", "") : job.partition},
             {"host", job.host},
             {"submitted_at", iso8601_utc_ms(job.submitted_at)},
             {"state", slurm_state},

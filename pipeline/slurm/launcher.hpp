@@ -43,8 +43,8 @@ class Launcher : public RemoteLauncher {
   ~Launcher() override;   // cancels jobs still in flight (an engine error), stops the poller
 
   std::string name() const override { return "slurm"; }
-  std::optional<json> target(const NodeDecl& decl, const NodeType& type,
-                             const std::map<std::string, int>& resources) const override;
+  std::optional<RemoteTarget> target(const NodeDecl& decl, const NodeType& type,
+                                     const std::map<std::string, int>& resources) const override;
   std::optional<RemoteOutcome> recorded(const std::string& request_key) const override;
   void start(RemoteRequest request, std::function<void(RemoteOutcome)> done) override;
   void cancel_all() override;
@@ -60,7 +60,7 @@ class Launcher : public RemoteLauncher {
     std::filesystem::path dir;
     std::function<void(RemoteOutcome)> done;
     std::chrono::system_clock::time_point submitted_at;
-    json target;
+    RemoteTarget target;
     std::string state = "PENDING";   // Slurm's, as last seen
     std::string host, partition;   // as squeue last said (the partition: also when Slurm chose the default)
     bool adopted = false;
@@ -79,6 +79,7 @@ class Launcher : public RemoteLauncher {
   std::size_t done_ = 0;
   bool stopping_ = false;
   bool cancelled_ = false;                 // scancel sent for everything in flight
+  std::chrono::steady_clock::time_point last_cancel_{};
   RemoteProgress last_reported_;
   std::once_flag script_once_;
   std::filesystem::path script_;

@@ -8,7 +8,7 @@ namespace aispflow::slurm {
 
 namespace {
 
-const char* const kFields = "where, partition, account, qos, time, mem, cpus, exclusive, sbatch_args";
+const char* const kFields = "where, partition, account, qos, time, mem, cpus, ntasks, num_nodes, exclusive, sbatch_args";
 
 struct Reader {
   std::string file;
@@ -44,10 +44,10 @@ struct Reader {
         s.time = text(v, field);   // Slurm's own formats ("30", "1:00:00", "1-0"): sbatch checks them
       } else if (key == "mem") {
         s.mem = text(v, field);
-      } else if (key == "cpus") {
-        int cpus = 0;
-        if (!YAML::convert<int>::decode(v, cpus) || cpus < 1) fail(v, field, "expected a positive integer");
-        s.cpus = cpus;
+      } else if (key == "cpus" || key == "ntasks" || key == "num_nodes") {
+        int count = 0;
+        if (!YAML::convert<int>::decode(v, count) || count < 1) fail(v, field, "expected a positive integer");
+        (key == "cpus" ? s.cpus : key == "ntasks" ? s.ntasks : s.num_nodes) = count;
       } else if (key == "exclusive") {
         bool b = false;
         if (!YAML::convert<bool>::decode(v, b)) fail(v, field, "expected true or false");
@@ -81,6 +81,8 @@ void Settings::overlay(const Settings& above) {
   take(time, above.time);
   take(mem, above.mem);
   take(cpus, above.cpus);
+  take(ntasks, above.ntasks);
+  take(num_nodes, above.num_nodes);
   take(exclusive, above.exclusive);
   take(sbatch_args, above.sbatch_args);
 }

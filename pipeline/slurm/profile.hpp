@@ -18,6 +18,7 @@ struct Settings {
   std::optional<std::string> where;        // "slurm" | "local"; default: hardware-bound nodes go to Slurm
   std::optional<std::string> partition, account, qos, time, mem;
   std::optional<int> cpus;                 // --cpus-per-task
+  std::optional<int> ntasks, num_nodes;    // --ntasks, --nodes: an allocation for ranks (alltoall launch: srun)
   std::optional<bool> exclusive;           // --exclusive (the whole compute node)
   std::optional<std::vector<std::string>> sbatch_args;
   void overlay(const Settings& above);
