@@ -340,6 +340,23 @@ TEST_F(SlurmTest, MpiAlltoallUnderSrunWithTwoAndFourTasks) {
   EXPECT_NE(nodes["two"]["digest"], nodes["four"]["digest"]);
 }
 
+// docs/multinode.md's recipe as it is shipped: examples/slurm/alltoall.sbatch submitted with sbatch --wait.
+TEST_F(SlurmTest, SbatchRecipe) {
+  const fs::path rank = fs::path(AISPFLOW_BIN).parent_path() / "aispflow-comm-rank";
+  if (!fs::exists(rank)) GTEST_SKIP() << "aispflow-comm-rank was not built (MPI not found at build time)";
+  const std::string src = AISPFLOW_SOURCE_DIR;
+  Result r = aispflow::test::run_in(
+      dir_, "AISPFLOW=" + quote(AISPFLOW_BIN) + " WORKFLOW=" + quote(src + "/examples/slurm/alltoall.yaml") +
+                " AISPFLOW_CACHE=cache OUT=out timeout 300 sbatch --wait --ntasks=2 " +
+                quote(src + "/examples/slurm/alltoall.sbatch"));
+  ASSERT_EQ(r.code, 0) << why(r) << "\njob log:\n" << aispflow::test::run_in(dir_, "cat aispflow-alltoall-*.log").out;
+  json data = json::parse(read_file(dir_ / "out" / "nodes" / "a2a" / "artifact.json"))["data"];
+  EXPECT_EQ(data["ranks"], 2);
+  EXPECT_EQ(data["launch"], "srun");
+  ASSERT_EQ(data["points"].size(), 4u);
+  for (const auto& p : data["points"]) EXPECT_EQ(p["wrong"], 0) << p.dump();
+}
+
 TEST_F(SlurmTest, UnreachableControllerIsAnErrorBeforeAnythingIsSubmitted) {
   write("one.yaml", std::string("name: one\nnodes:\n  a:\n    type: command\n    params: {run: \"true\"}\n") + kExecutor);
   // A config naming a controller nobody listens on.
