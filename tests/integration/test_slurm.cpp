@@ -357,6 +357,27 @@ TEST_F(SlurmTest, SbatchRecipe) {
   for (const auto& p : data["points"]) EXPECT_EQ(p["wrong"], 0) << p.dump();
 }
 
+// Settings reach sbatch: `sbatch_args` and `partition` of the node; the placeholder GPU reaches the job as
+// CUDA_VISIBLE_DEVICES. A partition that does not exist fails that node with sbatch's message; the rest runs.
+TEST_F(SlurmTest, SettingsReachSbatchAndARefusedJobFailsItsNode) {
+  if (!aispflow::test::LocalSlurm::instance().has_gpus()) GTEST_SKIP() << "the local cluster has no placeholder GPUs";
+  write("gres.yaml", std::string("name: gres\nnodes:\n"
+                                 "  gpu_job:\n    type: command\n    params: {run: \"echo $CUDA_VISIBLE_DEVICES $SLURM_JOB_PARTITION > $AISPFLOW_OUT/v.txt\"}\n"
+                                 "  nowhere:\n    type: command\n    params: {run: \"true\"}\n") +
+                     kExecutor + "    nodes:\n      gpu_job: {partition: second, sbatch_args: [--gres=gpu:1]}\n"
+                                 "      nowhere: {partition: no_such_partition}\n");
+  Result r = run("gres.yaml --executor slurm");
+  EXPECT_EQ(r.code, 1) << why(r);
+  auto nodes = by_name(report());
+  ASSERT_EQ(nodes["gpu_job"]["status"], "ran") << nodes["gpu_job"].dump();
+  const std::string seen = read_file(dir_ / "out" / "nodes" / "gpu_job" / "v.txt");
+  EXPECT_TRUE(seen == "0 second\n" || seen == "1 second\n") << seen;
+  EXPECT_EQ(nodes["nowhere"]["status"], "failed");
+  const std::string error = nodes["nowhere"]["error"];
+  EXPECT_NE(error.find("sbatch refused the job"), std::string::npos) << error;
+  EXPECT_NE(error.find("partition"), std::string::npos) << error;
+}
+
 TEST_F(SlurmTest, UnreachableControllerIsAnErrorBeforeAnythingIsSubmitted) {
   write("one.yaml", std::string("name: one\nnodes:\n  a:\n    type: command\n    params: {run: \"true\"}\n") + kExecutor);
   // A config naming a controller nobody listens on.

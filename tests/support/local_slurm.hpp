@@ -21,6 +21,8 @@ class LocalSlurm {
   }
   const std::string& problem() const { return problem_; }   // empty when the cluster is up
   const std::filesystem::path& dir() const { return dir_; }
+  // Placeholder GPUs in gres.conf (0 where device nodes could not be made).
+  bool has_gpus() const { return read_file(dir_ / "gres.conf").find("Name=gpu") != std::string::npos; }
 
   ~LocalSlurm() {
     if (!dir_.empty())
