@@ -25,8 +25,10 @@ class LocalSlurm {
   bool has_gpus() const { return read_file(dir_ / "gres.conf").find("Name=gpu") != std::string::npos; }
 
   ~LocalSlurm() {
-    if (!dir_.empty())
-      std::system((script() + " stop " + quote(dir_.string()) + " > /dev/null 2>&1").c_str());
+    if (dir_.empty()) return;
+    std::system((script() + " stop " + quote(dir_.string()) + " > /dev/null 2>&1").c_str());
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);   // state, logs, placeholder devices: nothing outlives the tests
   }
 
  private:
