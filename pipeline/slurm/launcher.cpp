@@ -380,7 +380,12 @@ void Launcher::poll_once() {
   std::string error;
   auto rows = query_queue(ids, error);
   if (!rows) {
-    if (opt_.observer) opt_.observer->warning("squeue failed (will retry): " + error);
+    // The controller may be away for a while (a restart): keep asking, but say so at most every 30 s.
+    const auto now = std::chrono::steady_clock::now();
+    if (opt_.observer && now - last_squeue_warning_ > std::chrono::seconds(30)) {
+      last_squeue_warning_ = now;
+      opt_.observer->warning("squeue failed (asking again every poll): " + error);
+    }
     return;
   }
   std::vector<std::pair<Job, std::pair<std::optional<JobResult>, std::string>>> ended;

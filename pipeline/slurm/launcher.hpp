@@ -80,6 +80,7 @@ class Launcher : public RemoteLauncher {
   bool stopping_ = false;
   bool cancelled_ = false;                 // scancel sent for everything in flight
   std::chrono::steady_clock::time_point last_cancel_{};
+  std::chrono::steady_clock::time_point last_squeue_warning_{};   // poller thread only
   RemoteProgress last_reported_;
   std::once_flag script_once_;
   std::filesystem::path script_;
