@@ -10,6 +10,7 @@ packages=(
   hyperfine jq        # bench/run_*.sh: whole-process timings and their JSON
   python3 python3-pip # pip download: the pinned CUTLASS and cuobjdump wheels below
   openmpi-bin libopenmpi-dev   # alltoall node, mpi transport (mpirun + aispflow-comm-rank)
+  slurmctld slurmd slurm-client munge   # the Slurm executor's tests and bench: a one-node cluster on localhost (tests/support/local_slurm.sh)
 )
 missing=()
 for p in "${packages[@]}"; do

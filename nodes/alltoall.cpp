@@ -285,9 +285,13 @@ std::filesystem::path rank_worker(const RankProgram& program) {
 
 json run_mpi(NodeContext& ctx, const json& plan, int ranks, const std::map<std::string, std::string>& nccl_env,
             const RankProgram& program) {
-  const std::string what = &program == &kNcclRank ? "transport nccl under mpirun" : "transport mpi";
-  const auto mpirun = find_mpirun();
-  if (!mpirun) throw NodeError(what + " unavailable: no mpirun on PATH (install openmpi-bin)");
+  const bool srun = ctx.params.value("launch", std::string()) == "srun";
+  const std::string what = std::string(&program == &kNcclRank ? "transport nccl" : "transport mpi") +
+                           (srun ? " under srun" : &program == &kNcclRank ? " under mpirun" : "");
+  const auto mpirun = srun ? find_srun() : find_mpirun();
+  if (!mpirun)
+    throw NodeError(what + " unavailable: " +
+                    (srun ? "no srun on PATH (Slurm's client tools)" : "no mpirun on PATH (install openmpi-bin)"));
   const auto worker = rank_worker(program);
   if (worker.empty() || !std::filesystem::exists(worker))
     throw NodeError(what + " unavailable: " + program.file + " was not built (" +
@@ -302,7 +306,9 @@ json run_mpi(NodeContext& ctx, const json& plan, int ranks, const std::map<std::
   launch.env["NCCL_NVLS_ENABLE"] = "0";   // NVLink multicast stays off on the lent machines
   launch.program = {worker.string(), plan_file.string(), result_file.string()};
   launch.timeout_s = number(ctx.params, "timeout_s", 600);
-  ctx.info("mpirun " + std::to_string(ranks) + " ranks, " + std::to_string(plan["points"].size()) + " points");
+  launch.srun = srun;
+  launch.gpu_per_rank = srun && &program == &kNcclRank;
+  ctx.info((srun ? "srun " : "mpirun ") + std::to_string(ranks) + " ranks, " + std::to_string(plan["points"].size()) + " points");
   const MpiRunResult run = run_mpirun(*mpirun, launch, ctx.out_dir / "mpirun.log", ctx.cancel);
   std::filesystem::remove(plan_file);
   auto tail = [&] {
@@ -311,10 +317,10 @@ json run_mpi(NodeContext& ctx, const json& plan, int ranks, const std::map<std::
   };
   if (run.cancelled) throw NodeError("cancelled");
   if (run.timed_out)
-    throw NodeError("mpirun (" + std::to_string(ranks) + " ranks) did not finish within timeout_s = " +
+    throw NodeError(std::string(srun ? "srun" : "mpirun") + " (" + std::to_string(ranks) + " ranks) did not finish within timeout_s = " +
                     std::to_string(launch.timeout_s) + " s: a rank hung; the job was killed. Output:\n" + tail());
   if (run.exit_status != 0 || !std::filesystem::exists(result_file))
-    throw NodeError("mpirun (" + std::to_string(ranks) + " ranks) failed with status " + std::to_string(run.exit_status) +
+    throw NodeError(std::string(srun ? "srun" : "mpirun") + " (" + std::to_string(ranks) + " ranks) failed with status " + std::to_string(run.exit_status) +
                     "; no complete result. Output:\n" + tail());
   std::ifstream in(result_file);
   json result = json::parse(in, nullptr, false);
@@ -338,7 +344,8 @@ class AlltoallNode : public NodeType {
         {"transport", ParamKind::string, "mpi", false, "mpi | nccl"},
         {"launch", ParamKind::string, json(), false,
          "nccl: process (every GPU of this process, ncclCommInitAll) | mpirun (one rank per GPU through mpirun, "
-         "the NCCL id broadcast over MPI; with hosts, across machines)"},
+         "the NCCL id broadcast over MPI; with hosts, across machines); mpi or nccl: srun (ranks are tasks of the "
+         "Slurm allocation, `srun --mpi=pmix`, one GPU per rank for nccl; ranks default to $SLURM_NTASKS)"},
         {"ranks", ParamKind::integer, json(), false, "mpi: number of MPI ranks (default 2); nccl: GPUs (default all)"},
         {"hosts", ParamKind::list, json(), false, "mpi: hosts for mpirun --host (default: this machine)"},
         {"mpirun_args", ParamKind::list, json(), false, "extra mpirun arguments, before the program"},
@@ -371,7 +378,8 @@ class AlltoallNode : public NodeType {
       const std::string t = params.value("transport", std::string("mpi"));
       if (t != "mpi" && t != "nccl") return "transport: expected mpi or nccl, got \"" + t + "\"";
       const std::string l = params.value("launch", std::string("process"));
-      if (l != "process" && l != "mpirun") return "launch: expected process or mpirun, got \"" + l + "\"";
+      if (l != "process" && l != "mpirun" && l != "srun")
+        return "launch: expected process, mpirun or srun, got \"" + l + "\"";
       if (l == "mpirun" && t != "nccl") return "launch: mpirun applies to transport nccl (transport mpi always uses mpirun)";
       if (positive_int(params, "iterations", 30) < 30) return "iterations: at least 30 timed iterations are required";
       const int ranks = int(positive_int(params, "ranks", 2));
@@ -389,11 +397,16 @@ class AlltoallNode : public NodeType {
     const auto env = nccl_env_of(ctx.params);
     const Thresholds th = thresholds_of(ctx.params);
     const bool nccl = transport == "nccl";
-    const bool under_mpirun = !nccl || ctx.params.value("launch", std::string("process")) == "mpirun";
+    const std::string launch = ctx.params.value("launch", std::string("process"));
+    const bool under_mpirun = !nccl || launch == "mpirun" || launch == "srun";
     // mpi: `ranks` processes (default 2). nccl: one rank per GPU, every GPU of this machine unless `ranks` (needed
     // with hosts) says otherwise; the dispatch sizes are spread over that many.
-    const int ranks = has_value(ctx.params, "ranks") || !nccl ? int(positive_int(ctx.params, "ranks", 2))
-                                                               : std::max(1, ctx.env->resource_total("gpu"));
+    // srun: the allocation's tasks ($SLURM_NTASKS, one rank each) unless `ranks` says otherwise.
+    const char* tasks = launch == "srun" ? std::getenv("SLURM_NTASKS") : nullptr;
+    const int ranks = has_value(ctx.params, "ranks") ? int(positive_int(ctx.params, "ranks", 2))
+                      : tasks && std::atoi(tasks) > 0 ? std::atoi(tasks)
+                      : !nccl ? 2
+                              : std::max(1, ctx.env->resource_total("gpu"));
     json plan = plan_of(ctx.params, ranks);
     json result;
     if (under_mpirun) {
@@ -426,7 +439,7 @@ class AlltoallNode : public NodeType {
     NodeOutput out;
     out.data = {{"transport", transport}, {"ranks", ranks}, {"mpi_library", result.value("mpi_library", "")},
                 {"nccl_version", result.value("nccl_version", "")},
-                {"launch", transport == "nccl" ? ctx.params.value("launch", std::string("process")) : "mpirun"},
+                {"launch", launch == "srun" || nccl ? launch : "mpirun"},
                 {"nccl_env", env}, {"warmup", plan["warmup"]}, {"iterations", plan["iterations"]},
                 {"thresholds", ctx.params.value("thresholds", json())}, {"points", points},
                 {"summary", {{"pass", pass}, {"fail", fail}, {"failed_points", failed}}}};

@@ -16,15 +16,31 @@
 
 namespace aispflow {
 
-std::optional<std::filesystem::path> find_mpirun() {
+namespace {
+std::optional<std::filesystem::path> find_on_path(const char* program) {
   const char* path = std::getenv("PATH");
   std::stringstream dirs(path ? path : "/usr/bin:/bin");
   for (std::string dir; std::getline(dirs, dir, ':');) {
     if (dir.empty()) continue;
-    const std::filesystem::path p = std::filesystem::path(dir) / "mpirun";
+    const std::filesystem::path p = std::filesystem::path(dir) / program;
     if (::access(p.c_str(), X_OK) == 0) return p;
   }
   return std::nullopt;
+}
+}  // namespace
+
+std::optional<std::filesystem::path> find_mpirun() { return find_on_path("mpirun"); }
+std::optional<std::filesystem::path> find_srun() { return find_on_path("srun"); }
+
+std::vector<std::string> srun_command(const std::filesystem::path& srun, const MpiLaunch& launch) {
+  // PMIx: Open MPI's ranks wire up through Slurm's PMIx server, no mpirun daemon in between. The environment
+  // (launch.env, set before exec) reaches every task through srun's default --export=ALL.
+  std::vector<std::string> argv = {srun.string(), "--mpi=pmix", "--ntasks=" + std::to_string(launch.ranks),
+                                   "--kill-on-bad-exit=1"};
+  if (launch.gpu_per_rank) argv.push_back("--gpus-per-task=1");
+  argv.insert(argv.end(), launch.extra_args.begin(), launch.extra_args.end());
+  argv.insert(argv.end(), launch.program.begin(), launch.program.end());
+  return argv;
 }
 
 std::vector<std::string> mpirun_command(const std::filesystem::path& mpirun, const MpiLaunch& launch) {
@@ -56,7 +72,8 @@ MpiRunResult run_mpirun(const std::filesystem::path& mpirun, const MpiLaunch& la
   // The child-process facility ends mpirun, its ranks and daemons with the node, and with aispflow itself should
   // it die: mpirun runs in a process group of its own under a keeper that kills whatever is left.
   ChildSpec spec;
-  spec.argv = mpirun_command(mpirun, launch);
+  // `mpirun` is srun's path when the launch goes through Slurm (srun kills its tasks with itself as well).
+  spec.argv = launch.srun ? srun_command(mpirun, launch) : mpirun_command(mpirun, launch);
   spec.env = environment_with(launch.env);
   spec.stdout_fd = spec.stderr_fd = log_fd;
   spec.stop_grace = std::chrono::milliseconds(500);   // mpirun passes SIGTERM on to its ranks at once

@@ -21,6 +21,9 @@ struct MpiLaunch {
   std::map<std::string, std::string> env;  // set here and exported to every rank (-x)
   std::vector<std::string> program;        // executable and its arguments
   double timeout_s = 600;
+  // Start the ranks with Slurm's srun (`srun --mpi=pmix`, ranks placed by the allocation) instead of mpirun.
+  bool srun = false;
+  bool gpu_per_rank = false;               // srun: one GPU per rank (--gpus-per-task=1)
 };
 
 struct MpiRunResult {
@@ -34,7 +37,13 @@ struct MpiRunResult {
 std::optional<std::filesystem::path> find_mpirun();
 // The full argv (mpirun first).
 std::vector<std::string> mpirun_command(const std::filesystem::path& mpirun, const MpiLaunch& launch);
-// Runs it with stdout and stderr in log_file. Never throws for a failing program.
+// The srun executable on PATH, or nullopt.
+std::optional<std::filesystem::path> find_srun();
+// The full argv for Slurm's launcher (srun first): `srun --mpi=pmix --ntasks=N [--gpus-per-task=1] <args> <program>`.
+// Ranks are tasks of the Slurm allocation (inside `sbatch`, or a new one); the environment is exported as it is.
+std::vector<std::string> srun_command(const std::filesystem::path& srun, const MpiLaunch& launch);
+// Runs it (srun_command when launch.srun, the launcher being srun) with stdout and stderr in log_file.
+// Never throws for a failing program.
 MpiRunResult run_mpirun(const std::filesystem::path& mpirun, const MpiLaunch& launch,
                         const std::filesystem::path& log_file, const std::atomic<bool>* cancel);
 

@@ -214,6 +214,7 @@ struct Executor::Run {
   struct State {
     Outcome outcome = Outcome::none;
     std::optional<Artifact> artifact;
+    std::string key;                     // the artifact's cache key (a remote job reads its inputs by key)
   };
   // The per-node decision, before anything runs.
   struct Decision {
@@ -227,6 +228,13 @@ struct Executor::Run {
     std::vector<NodeInput> inputs;
     std::optional<Artifact> hit;
     bool forced = false;                 // --force / --force-all: run even on a hit, replace the entry
+    std::vector<std::string> input_keys; // cache keys of `inputs`, in the same order
+    // Set when opt.remote starts this node elsewhere: where (the launcher's description), and the
+    // request key that identifies the job (pipeline/remote_launcher.hpp). For hardware-bound nodes
+    // `key` stays empty until the job says which key its compute node's fingerprint gave.
+    std::optional<RemoteTarget> remote_target;
+    std::string request_key;
+    json remote_info;                    // a cached remote node: the job that made the artifact
   };
 
   Executor& ex;
@@ -248,10 +256,15 @@ struct Executor::Run {
   std::mutex scratch_mutex;
   std::vector<fs::path> spare_scratch;   // empty scratch directories, ready for the next node
   std::atomic<unsigned> scratch_count{0};
+  std::function<void(std::function<void()>)> enqueue;   // runs a task in the run's arena (execute_graph)
 
   Run(Executor& executor, const ExecOptions& options, Mode m) : ex(executor), opt(options), mode(m) {
     if (!ex.cache_ && !opt.in_memory)
       throw std::logic_error("Executor: a cache is required unless in_memory is set");
+    if (opt.remote && (opt.no_cache || opt.in_memory))
+      throw InputError(SourceLoc{"<command line>", 0, 0}, "", "--no-cache",
+                       "the " + opt.remote->name() + " executor passes artifacts through the shared cache; "
+                       "it cannot run without one");
     const Dag& dag = ex.dag_;
     const std::size_t n = dag.size();
     workflow_name = ex.workflow_.name;
@@ -302,6 +315,7 @@ struct Executor::Run {
         if (auto art = ex.cache_->lookup_for(workflow_name, name, last->key, [&](const std::string& w) { warn(w); })) {
           state[p].outcome = Outcome::available;
           state[p].artifact = std::move(art);
+          state[p].key = last->key;
         }
       }
     }
@@ -376,7 +390,9 @@ struct Executor::Run {
 
     // 3. Resources and hardware requirements. The environment is only consulted when a node asks.
     NodeNeeds needs = needs_of(decl, type, params);
-    if (needs.asks_machine()) {
+    if (opt.remote) d.remote_target = opt.remote->target(decl, type, needs.resources);
+    // A remote node's machine is the compute node's, not this one: the job checks its requirements there.
+    if (needs.asks_machine() && !d.remote_target) {
       try {
         Environment& env = ex.env_.get();
         if (auto why = why_machine_cannot_run(needs, env)) return skip(*why);
@@ -394,6 +410,7 @@ struct Executor::Run {
       for (auto idx : dag.resolve(in.node)) {
         const Artifact* art = state[idx].artifact ? &*state[idx].artifact : nullptr;
         d.inputs.push_back(NodeInput{in.alias, dag.node(idx).name, art});
+        d.input_keys.push_back(state[idx].key);
         if (art) d.key_inputs.input_digests[dag.node(idx).name] = art->digest;
       }
 
@@ -418,6 +435,7 @@ struct Executor::Run {
                     p.string() + ")");
       }
     }
+    if (type.traits().hardware_bound && d.remote_target) return decide_remote_hardware(i, std::move(d));
     if (type.traits().hardware_bound) {
       try {
         d.key_inputs.environment = ex.env_.fingerprint();
@@ -426,6 +444,7 @@ struct Executor::Run {
       }
     }
     d.key = cache_key(d.key_inputs);
+    d.request_key = d.key;
 
     // 6. Cache decision, with the reason.
     if (forced[i]) {
@@ -448,6 +467,39 @@ struct Executor::Run {
       d.reason = explain_change(last->inputs, d.key_inputs);
       if (d.reason.empty()) d.reason = "cache entry missing (removed or corrupt)";
     }
+    return d;
+  }
+
+  // A hardware-bound node that runs elsewhere: its key needs the compute node's fingerprint, which only
+  // the job can compute. What this process can know is whether a job already answered this very request
+  // (same inputs, same target): the launcher's record names the key its result was stored under.
+  Decision decide_remote_hardware(std::size_t i, Decision d) {
+    const NodeDecl& decl = ex.dag_.node(i);
+    KeyInputs request = d.key_inputs;
+    request.environment = json{{"executor", opt.remote->name()}, {"target", d.remote_target->where}};
+    d.request_key = cache_key(request);
+    if (forced[i]) {
+      d.forced = true;
+      d.reason = "forced";
+      return d;
+    }
+    if (auto rec = opt.remote->recorded(d.request_key)) {
+      if (auto hit = ex.cache_->lookup_for(workflow_name, decl.name, rec->key, [&](const std::string& w) { warn(w); })) {
+        d.action = PlannedNode::Action::cached;
+        d.reason = "cached (same inputs; " + rec->reason + ")";
+        d.key = rec->key;
+        d.hit = std::move(hit);
+        d.remote_info = rec->info;
+        return d;
+      }
+    }
+    auto last = ex.cache_->last(workflow_name, decl.name);
+    if (last && !last->inputs.type.empty()) {
+      KeyInputs before = last->inputs;
+      before.environment = nullptr;       // the compute node's; compared by the job, not here
+      d.reason = explain_change(before, d.key_inputs);
+    }
+    if (d.reason.empty()) d.reason = "no " + opt.remote->name() + " result for these inputs (" + d.remote_target->label + ")";
     return d;
   }
 
@@ -520,6 +572,11 @@ struct Executor::Run {
           // "why" compares against what was used last (record_last writes only when it changed).
           if (!opt.in_memory && !opt.no_cache) ex.cache_->record_last(workflow_name, decl.name, d.key, &*d.hit);
           state[i].artifact = std::move(d.hit);
+          state[i].key = d.key;
+          if (d.remote_target) {
+            r.executor = opt.remote->name();
+            r.remote = d.remote_info;
+          }
           break;
         case PlannedNode::Action::run: return Pending{std::move(d), std::move(r)};
       }
@@ -618,6 +675,88 @@ struct Executor::Run {
     r.digest = art.digest;
     r.verdict = art.verdict;
     state[i].artifact = std::move(art);
+    state[i].key = d.key;
+  }
+
+  // A node the remote launcher takes: hand it over; `signal` tells the flow graph once it has ended.
+  void start_remote(std::size_t i, const std::shared_ptr<Pending>& pending, std::function<void()> signal) {
+    const NodeDecl& decl = ex.dag_.node(i);
+    const Decision& d = pending->decision;
+    if (cancelled()) {
+      pending->result.reason = "interrupted";
+      finish(i, std::move(pending->result));
+      signal();
+      return;
+    }
+    RemoteRequest request;
+    request.workflow = workflow_name;
+    request.node = decl.name;
+    request.type = decl.type;
+    request.request_key = d.request_key;
+    request.key_inputs = d.key_inputs;
+    request.hardware_bound = type_of(i).traits().hardware_bound;
+    request.exclusive = d.exclusive;
+    request.forced = d.forced;
+    request.resources = d.needs;
+    for (std::size_t k = 0; k < d.inputs.size(); ++k)
+      request.inputs.push_back(RemoteInput{d.inputs[k].alias, d.inputs[k].node, d.input_keys[k]});
+    request.workflow_dir = workflow_dir.string();
+    request.target = *d.remote_target;
+    if (opt.observer) opt.observer->node_started(decl.name);
+    opt.remote->start(std::move(request), [this, i, pending, signal](RemoteOutcome outcome) {
+      auto ended = std::make_shared<RemoteOutcome>(std::move(outcome));
+      // Called from the launcher's thread: the bookkeeping (cache lookup, --out export) runs in the arena.
+      enqueue([this, i, pending, signal, ended] {
+        complete_remote(i, *pending, *ended);
+        signal();
+      });
+    });
+  }
+
+  void complete_remote(std::size_t i, Pending& pending, const RemoteOutcome& outcome) {
+    const NodeDecl& decl = ex.dag_.node(i);
+    NodeResult& r = pending.result;
+    r.executor = opt.remote->name();
+    r.remote = outcome.info;
+    r.started_at = outcome.started_at;
+    r.finished_at = outcome.finished_at;
+    if (outcome.started_at && outcome.finished_at)
+      r.seconds = std::chrono::duration<double>(*outcome.finished_at - *outcome.started_at).count();
+    try {
+      switch (outcome.status) {
+        case RemoteOutcome::Status::skipped:
+          r.status = NodeStatus::skipped;
+          r.reason = outcome.reason;
+          break;
+        case RemoteOutcome::Status::failed:
+          r.status = NodeStatus::failed;
+          r.error = outcome.error;
+          break;
+        case RemoteOutcome::Status::ran:
+        case RemoteOutcome::Status::cached: {
+          auto art = ex.cache_->lookup(outcome.key, [&](const std::string& w) { warn(w); });
+          if (!art) {
+            r.status = NodeStatus::failed;
+            r.error = "the job reported cache entry " + outcome.key + ", which this process cannot read (is " +
+                      ex.cache_->root().string() + " on a filesystem shared with the compute nodes?)";
+            break;
+          }
+          r.status = outcome.status == RemoteOutcome::Status::ran ? NodeStatus::ran : NodeStatus::cached;
+          if (r.status == NodeStatus::cached) r.reason = outcome.reason;
+          r.key = outcome.key;
+          r.digest = art->digest;
+          r.verdict = art->verdict;
+          ex.cache_->record_last(workflow_name, decl.name, outcome.key, &*art);
+          state[i].artifact = std::move(art);
+          state[i].key = outcome.key;
+          break;
+        }
+      }
+    } catch (const std::exception& e) {
+      r.status = NodeStatus::failed;
+      r.error = e.what();
+    }
+    finish(i, std::move(r));
   }
 
   Artifact store(const NodeDecl& decl, const Decision& d, const NodeOutput& output, const fs::path& out_dir) {
@@ -735,9 +874,8 @@ struct Executor::Run {
     if (threads > hardware)
       allow.emplace(oneapi::tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
     oneapi::tbb::task_arena arena(threads);
-    dispatcher = std::make_unique<ResourceDispatcher>(jobs, [&arena](std::function<void()> task) {
-      arena.enqueue(std::move(task));
-    });
+    enqueue = [&arena](std::function<void()> task) { arena.enqueue(std::move(task)); };
+    dispatcher = std::make_unique<ResourceDispatcher>(jobs, enqueue);
     arena.execute([&] {
       flow::graph graph;
       using Ready = flow::continue_node<flow::continue_msg>;
@@ -755,6 +893,13 @@ struct Executor::Run {
               }
               gateway.reserve_wait();
               auto shared = std::make_shared<Pending>(std::move(*pending));
+              if (shared->decision.remote_target) {   // another way to start the body; same bookkeeping
+                start_remote(i, shared, [&gateway] {
+                  gateway.try_put(flow::continue_msg());
+                  gateway.release_wait();
+                });
+                return;
+              }
               const auto needs = shared->decision.needs;
               const bool exclusive = shared->decision.exclusive;
               dispatcher->submit(needs, exclusive, [this, i, shared, &gateway](ResourceDispatcher::Lease& lease) {

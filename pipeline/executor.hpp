@@ -20,6 +20,7 @@
 #include "pipeline/dag.hpp"
 #include "pipeline/environment.hpp"
 #include "pipeline/registry.hpp"
+#include "pipeline/remote_launcher.hpp"
 #include "pipeline/workflow.hpp"
 
 namespace aispflow {
@@ -41,6 +42,10 @@ struct NodeResult {
   std::string digest;               // artifact digest (ran or cached)
   std::string key;                  // cache key, when it could be computed
   std::optional<Verdict> verdict;   // when there is an artifact
+  // Nodes started by a RemoteLauncher: its name ("slurm") and what it knows of the job (run.json's
+  // "executor" and "slurm" fields). Empty for nodes that ran in this process.
+  std::string executor;
+  json remote;
 };
 
 struct RunSummary {
@@ -67,6 +72,8 @@ class RunObserver {
   virtual void node_finished(const NodeResult& /*result*/) {}
   virtual void node_log(const std::string& /*name*/, const std::string& /*message*/) {}
   virtual void warning(const std::string& /*message*/) {}
+  // Remote jobs (Slurm) pending / running / done, whenever the counts change.
+  virtual void remote_progress(const std::string& /*executor*/, const RemoteProgress& /*progress*/) {}
   virtual void run_finished(const RunSummary& /*summary*/) {}
 };
 
@@ -113,6 +120,8 @@ struct ExecOptions {
   std::filesystem::path lock_dir;
   std::optional<double> lock_timeout_s;
   RunObserver* observer = nullptr;
+  // Starts the nodes it takes somewhere else (a Slurm cluster: pipeline/slurm/); null: all run here.
+  RemoteLauncher* remote = nullptr;
 };
 
 // What a node needs from the machine: schedulable resources (YAML `resources:` plus the type's GPU

@@ -83,6 +83,11 @@ std::string run_report_text(const RunSummary& summary) {
     out += ", \"digest\": " + str(n.digest);
     if (!n.error.empty()) out += ", \"error\": " + str(n.error);
     if (n.verdict) out += ", \"verdict\": " + str(to_string(*n.verdict));
+    if (!n.executor.empty()) {   // started by a remote launcher: "executor": "slurm", "slurm": {job id, ...}
+      out += ", \"executor\": " + str(n.executor);
+      if (n.remote.is_object() && !n.remote.empty())
+        out += ", " + str(n.executor) + ": " + n.remote.dump(-1, ' ', false, json::error_handler_t::replace);
+    }
     out += "}";
   }
   out += summary.nodes.empty() ? "]\n}\n" : "\n  ]\n}\n";
@@ -179,6 +184,27 @@ void ConsoleReporter::warning(const std::string& message) {
   if (live_) draw_progress_locked();
 }
 
+void ConsoleReporter::remote_progress(const std::string& executor, const RemoteProgress& progress) {
+  std::lock_guard lock(mutex_);
+  remote_executor_ = executor;
+  remote_ = progress;
+  if (live_) {
+    draw_progress_locked();
+    return;
+  }
+  // Without a live line: one line when the counts settle into something new, at most every 5 s.
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_remote_line_ < std::chrono::seconds(5)) return;
+  last_remote_line_ = now;
+  std::fprintf(out_, "%s\n", remote_text_locked().c_str());
+  std::fflush(out_);
+}
+
+std::string ConsoleReporter::remote_text_locked() const {
+  return remote_executor_ + " jobs: " + std::to_string(remote_.pending) + " pending, " +
+         std::to_string(remote_.running) + " running, " + std::to_string(remote_.done) + " done";
+}
+
 void ConsoleReporter::run_finished(const RunSummary&) {
   stop_ticker();
   std::lock_guard lock(mutex_);
@@ -204,6 +230,7 @@ void ConsoleReporter::clear_progress_locked() {
 void ConsoleReporter::draw_progress_locked() {
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   std::string line = "[" + std::to_string(done_) + "/" + std::to_string(total_) + "] " + seconds_text(elapsed);
+  if (!remote_executor_.empty()) line += "  " + remote_text_locked();
   if (!running_.empty()) {
     line += "  running: ";
     constexpr std::size_t kShown = 3;

@@ -46,6 +46,7 @@ class ConsoleReporter : public RunObserver {
   void node_finished(const NodeResult& result) override;
   void node_log(const std::string& name, const std::string& message) override;
   void warning(const std::string& message) override;
+  void remote_progress(const std::string& executor, const RemoteProgress& progress) override;
   void run_finished(const RunSummary& summary) override;
 
  private:
@@ -61,6 +62,10 @@ class ConsoleReporter : public RunObserver {
   std::vector<std::string> running_;     // in start order
   std::chrono::steady_clock::time_point started_;
   bool progress_shown_ = false;
+  std::string remote_executor_;          // "slurm" once a remote launcher reported
+  RemoteProgress remote_;
+  std::chrono::steady_clock::time_point last_remote_line_{};
+  std::string remote_text_locked() const;
   // Redraws the elapsed time while long nodes run.
   std::thread ticker_;
   std::condition_variable ticker_cv_;

@@ -413,7 +413,9 @@ struct DeclaredNode {
   bool exclusive = false;
 };
 
-const std::vector<std::string> kTopLevelKeys = {"name", "nodes", "doc", "description"};
+// `executor:` configures where nodes run (docs/slurm.md); pipeline/slurm/profile.cpp reads it, and only
+// when a run asks for that executor, so a local run never depends on it.
+const std::vector<std::string> kTopLevelKeys = {"name", "nodes", "doc", "description", "executor"};
 const std::vector<std::string> kNodeKeys = {"type",      "params",    "inputs", "matrix",
                                             "resources", "exclusive", "doc",    "description"};
 
@@ -834,7 +836,7 @@ Workflow parse_document(const std::string& text, const std::string& label, const
       wf.name = v.Scalar();
     } else if (key == "nodes") {
       nodes_entry = {k, v};
-    } else if (key != "doc" && key != "description") {
+    } else if (key != "doc" && key != "description" && key != "executor") {
       throw InputError(yaml.loc(k), "", key,
                        "unknown top-level key" + did_you_mean(key, kTopLevelKeys) +
                            "; allowed: " + join(kTopLevelKeys));

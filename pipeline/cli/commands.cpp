@@ -20,6 +20,7 @@
 #include "pipeline/cli/workflow_cache.hpp"
 #include "pipeline/executor.hpp"
 #include "pipeline/report.hpp"
+#include "pipeline/cli/slurm_launch.hpp"
 #include "pipeline/workflow.hpp"
 
 namespace aispflow::cli {
@@ -182,6 +183,15 @@ int run_command(const RunArgs& args) {
   options.force_all = args.force_all;
   options.no_cache = args.no_cache;
   if (args.lock_timeout >= 0) options.lock_timeout_s = args.lock_timeout;
+  // --executor slurm: nodes it takes start as Slurm jobs; checked (sbatch, controller) before anything runs.
+  const char* term = std::getenv("TERM");
+  const bool live = args.progress == "auto" && ::isatty(STDOUT_FILENO) && !(term && std::string(term) == "dumb");
+  ConsoleReporter reporter(stdout, stderr, live);
+  std::unique_ptr<RemoteLauncher> remote;   // after the reporter: its poller reports to it until destroyed
+  if (args.executor != "local") {
+    remote = make_remote_launcher(args, *l.dag, registry(), cache_dir, &g_cancel, &reporter);
+    options.remote = remote.get();
+  }
   if (args.dry_run) {
     print_plan(executor.plan(options));
     return kExitOk;
@@ -196,9 +206,6 @@ int run_command(const RunArgs& args) {
   options.out_dir = out;
   install_signal_handlers();
   options.cancel = &g_cancel;
-  const char* term = std::getenv("TERM");
-  const bool live = args.progress == "auto" && ::isatty(STDOUT_FILENO) && !(term && std::string(term) == "dumb");
-  ConsoleReporter reporter(stdout, stderr, live);
   options.observer = &reporter;
 
   RunSummary summary = executor.run(options);
@@ -385,6 +392,11 @@ int cache_command(const std::string& action, const std::string& cache_dir) {
     throw InputError("unknown cache action '" + action + "' (expected ls, gc or clear)");
   }
   return kExitOk;
+}
+
+int run_node_command(const std::string& request, const std::string& cache_dir, const std::string& backend) {
+  auto env = environment_for(backend);
+  return run_node_job(request, default_cache_dir(cache_dir), registry(), *env);
 }
 
 int hw_command(const std::string& backend, bool as_json) {

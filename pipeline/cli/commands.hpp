@@ -25,6 +25,8 @@ struct RunArgs : WorkflowArgs {
   std::string cache;                 // default $AISPFLOW_CACHE or .aispflow/cache
   std::string progress = "auto";     // auto (a live line on a terminal) | lines
   double lock_timeout = -1;          // --lock-timeout SECONDS; < 0: wait for the measurement lock as long as it takes
+  std::string executor = "local";    // --executor local|slurm (docs/slurm.md)
+  std::string executor_profile;      // --executor-profile FILE: Slurm settings instead of the workflow's `executor:`
 };
 
 struct ExplainArgs : WorkflowArgs {
@@ -39,6 +41,8 @@ int graph_command(const WorkflowArgs& args);
 int nodes_command(const std::string& type, bool as_json);
 int cache_command(const std::string& action, const std::string& cache_dir);   // ls | gc | clear
 int hw_command(const std::string& backend, bool as_json);
+// `aispflow run-node REQUEST`: one node of a workflow inside a Slurm job (hidden; pipeline/slurm/job.hpp).
+int run_node_command(const std::string& request, const std::string& cache_dir, const std::string& backend);
 
 // The cache directory: --cache, else $AISPFLOW_CACHE, else .aispflow/cache in the working directory.
 std::string default_cache_dir(const std::string& from_option);

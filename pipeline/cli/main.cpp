@@ -72,7 +72,23 @@ int run_cli(int argc, char** argv) {
       ->type_name("SECONDS");
   run->add_option("--progress", run_args.progress, "auto (live line on a terminal) | lines")
       ->check(CLI::IsMember({"auto", "lines"}));
+  run->add_option("--executor", run_args.executor,
+                  "local | slurm: with slurm, hardware-bound nodes (or those the executor settings name) run as "
+                  "Slurm jobs (docs/slurm.md)")
+      ->check(CLI::IsMember({"local", "slurm"}))
+      ->capture_default_str();
+  run->add_option("--executor-profile", run_args.executor_profile,
+                  "YAML file with the Slurm settings (`slurm:` map), instead of the workflow's `executor:` section")
+      ->type_name("FILE");
   run->footer(kExitCodes);
+
+  // Hidden: what a Slurm job runs on the compute node (pipeline/slurm/job.hpp).
+  std::string node_request, node_cache, node_backend = "auto";
+  auto* run_node = app.add_subcommand("run-node", "run one node from a Slurm launcher's request file");
+  run_node->group("");
+  run_node->add_option("request", node_request, "request.json")->required();
+  run_node->add_option("--cache", node_cache, "cache directory");
+  run_node->add_option("--backend", node_backend, "auto | cpu | cuda");
 
   cli::WorkflowArgs validate_args;
   auto* validate = app.add_subcommand("validate", "check a workflow and say which nodes this machine can run");
@@ -120,6 +136,7 @@ int run_cli(int argc, char** argv) {
   if (*nodes) return cli::nodes_command(node_type, nodes_json);
   if (*cache) return cli::cache_command(cache_action, cache_dir);
   if (*hw) return cli::hw_command(hw_backend, hw_json);
+  if (*run_node) return cli::run_node_command(node_request, node_cache, node_backend);
   return kExitBadInput;
 }
 

@@ -3,6 +3,7 @@
 // and tests/gpu/test_alltoall_nccl.cpp.
 #include <gtest/gtest.h>
 
+#include "nodes/mpi_launch.hpp"
 #include "nodes/node_factories.hpp"
 
 namespace aispflow {
@@ -17,8 +18,11 @@ TEST(AlltoallParams, TransportAndLaunch) {
                                 {"hosts", {"nodeA:8", "nodeB:8"}}}),
             "");
   EXPECT_NE(node->check_params({{"transport", "gloo"}}).find("transport: expected mpi or nccl"), std::string::npos);
-  EXPECT_NE(node->check_params({{"transport", "nccl"}, {"launch", "ssh"}}).find("launch: expected process or mpirun"),
+  EXPECT_NE(node->check_params({{"transport", "nccl"}, {"launch", "ssh"}}).find("launch: expected process, mpirun or srun"),
             std::string::npos);
+  // srun (Slurm's launcher) applies to both transports.
+  EXPECT_EQ(node->check_params({{"transport", "mpi"}, {"launch", "srun"}}), "");
+  EXPECT_EQ(node->check_params({{"transport", "nccl"}, {"launch", "srun"}}), "");
   EXPECT_NE(node->check_params({{"transport", "mpi"}, {"launch", "mpirun"}}).find("applies to transport nccl"),
             std::string::npos);
   EXPECT_NE(node->check_params({{"iterations", 10}}).find("at least 30"), std::string::npos);
@@ -33,4 +37,19 @@ TEST(AlltoallParams, OnlyTheNcclTransportNeedsAGpu) {
 }
 
 }  // namespace
+// launch: srun: Slurm places the ranks (PMIx), one GPU per rank for nccl; the user's args go before the program.
+TEST(AlltoallParams, SrunCommandLine) {
+  MpiLaunch launch;
+  launch.ranks = 4;
+  launch.srun = true;
+  launch.extra_args = {"--cpu-bind=cores"};
+  launch.program = {"/opt/aispflow-comm-rank", "plan.json", "result.json"};
+  EXPECT_EQ(srun_command("/usr/bin/srun", launch),
+            (std::vector<std::string>{"/usr/bin/srun", "--mpi=pmix", "--ntasks=4", "--kill-on-bad-exit=1",
+                                      "--cpu-bind=cores", "/opt/aispflow-comm-rank", "plan.json", "result.json"}));
+  launch.gpu_per_rank = true;
+  const auto with_gpus = srun_command("/usr/bin/srun", launch);
+  EXPECT_EQ(with_gpus[4], "--gpus-per-task=1");
+}
+
 }  // namespace aispflow
