@@ -10,6 +10,7 @@ packages=(
   hyperfine jq        # bench/run_*.sh: whole-process timings and their JSON
   python3 python3-pip # pip download: the pinned CUTLASS and cuobjdump wheels below
   openmpi-bin libopenmpi-dev   # alltoall node, mpi transport (mpirun + aispflow-comm-rank)
+  chromium libpng-dev # `aispflow report`'s tests: the page opened in headless Chromium, its screenshot read with libpng
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -25,6 +25,15 @@ struct RunArgs : WorkflowArgs {
   std::string cache;                 // default $AISPFLOW_CACHE or .aispflow/cache
   std::string progress = "auto";     // auto (a live line on a terminal) | lines
   double lock_timeout = -1;          // --lock-timeout SECONDS; < 0: wait for the measurement lock as long as it takes
+  bool report = false;               // --report: also write report.html next to run.json
+};
+
+struct ReportArgs {
+  std::vector<std::string> runs;     // none: the latest run under runs/; one: its report; two: A against B
+  std::string out;                   // -o FILE (.html, or .md for a comparison)
+  double tolerance_pct = 5;          // comparison: a change worse than this is a regression
+  std::string metric = "tflops";     // comparison: the metric compared
+  bool all = false;                  // comparison: print every row, also those within tolerance
 };
 
 struct ExplainArgs : WorkflowArgs {
@@ -39,6 +48,7 @@ int graph_command(const WorkflowArgs& args);
 int nodes_command(const std::string& type, bool as_json);
 int cache_command(const std::string& action, const std::string& cache_dir);   // ls | gc | clear
 int hw_command(const std::string& backend, bool as_json);
+int report_command(const ReportArgs& args);   // pipeline/cli/report_command.cpp
 
 // The cache directory: --cache, else $AISPFLOW_CACHE, else .aispflow/cache in the working directory.
 std::string default_cache_dir(const std::string& from_option);

@@ -72,6 +72,7 @@ int run_cli(int argc, char** argv) {
       ->type_name("SECONDS");
   run->add_option("--progress", run_args.progress, "auto (live line on a terminal) | lines")
       ->check(CLI::IsMember({"auto", "lines"}));
+  run->add_flag("--report", run_args.report, "also write the HTML report (report.html) next to run.json");
   run->footer(kExitCodes);
 
   cli::WorkflowArgs validate_args;
@@ -106,6 +107,24 @@ int run_cli(int argc, char** argv) {
   hw->add_option("--backend", hw_backend, "auto | cpu | cuda")->capture_default_str();
   hw->add_flag("--json", hw_json, "machine-readable output");
 
+  cli::ReportArgs report_args;
+  auto* report = app.add_subcommand("report", "one HTML page of a run, or compare two runs record by record "
+                                              "(exit 3 on a regression)");
+  report->add_option("runs", report_args.runs, "RUN_DIR (default: the latest under runs/), or RUN_A RUN_B to compare")
+      ->expected(0, 2)
+      ->type_name("RUN_DIR");
+  report->add_option("-o,--out", report_args.out, "output file (default RUN_DIR/report.html; comparison: "
+                                                  "RUN_B/diff.html; .md writes Markdown)")
+      ->type_name("FILE");
+  report->add_option("--tolerance", report_args.tolerance_pct, "comparison: percent a record may get worse")
+      ->check(CLI::Range(0.0, 99.9))
+      ->capture_default_str();
+  report->add_option("--metric", report_args.metric, "comparison: record metric (tflops, time_ms.median, ...)")
+      ->capture_default_str();
+  report->add_flag("--all", report_args.all, "comparison: print every record, also those within tolerance");
+  report->footer("Exit codes: 0 report written (comparison: no regression); 2 bad input (no run, unknown metric, "
+                 "no record pairs); 3 comparison found a regression.");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -120,6 +139,7 @@ int run_cli(int argc, char** argv) {
   if (*nodes) return cli::nodes_command(node_type, nodes_json);
   if (*cache) return cli::cache_command(cache_action, cache_dir);
   if (*hw) return cli::hw_command(hw_backend, hw_json);
+  if (*report) return cli::report_command(report_args);
   return kExitBadInput;
 }
 
