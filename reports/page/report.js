@@ -290,7 +290,7 @@ function expectSection() {
         {label: 'record', sort: function (r) { return r.record ? r.record.provider + r.record.shape : null; },
          cell: function (r) { return r.record ? [r.record.provider, ' ', r.record.shape, ' ', el('span', {class: 'small'}, r.record.dtype)] : JSON.stringify(r.match); }},
         {key: 'metric', label: 'metric'},
-        {key: 'value', label: 'value', num: 1, cell: function (r) { return typeof r.value === 'number' ? fmt(r.value) : r.value === null ? '' : JSON.stringify(r.value); }},
+        {key: 'value', label: 'value', num: 1, cell: function (r) { return typeof r.value === 'number' ? fmt(r.value) : r.value === null || r.value === undefined ? '' : typeof r.value === 'string' ? r.value : JSON.stringify(r.value); }},
         {key: 'bound', label: 'bound'},
         {key: 'reason', label: 'reason', cell: function (r) { return [r.reason || '', r.note ? el('div', {class: 'small'}, r.note) : '']; }}]})];
   });

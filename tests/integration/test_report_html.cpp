@@ -6,6 +6,7 @@
 // tests skip, saying why.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -37,7 +38,8 @@ class ReportHtmlTest : public ::testing::Test {
     const std::string small =
         " --set " + quote("shapes.phases=[decode]") + " --set " + quote("shapes.decode_batch=[1, 8]") + " --set " +
         quote("shapes.include=[qkv_proj, attn_out]") + " --set " +
-        quote("sweep.timing={warmup: 1, min_samples: 3, max_samples: 10, budget_s: 0.2}");
+        quote("sweep.timing={warmup: 1, min_samples: 3, max_samples: 10, budget_s: 0.2}") + " --set " +
+        quote("peak.timing={warmup: 1, min_samples: 3, max_samples: 5, budget_s: 0.2}") + " --set peak.bandwidth_mib=64";
     run_ = aispflow("run workflows/roofline.yaml --backend cpu --progress lines --cache cache --out out --report" + small);
   }
   static void TearDownTestSuite() {
@@ -58,7 +60,7 @@ class ReportHtmlTest : public ::testing::Test {
     const BrowserRun b = chromium(dir_, html, "--dump-dom", virtual_time);
     EXPECT_EQ(b.result.code, 0) << why(b.result);
     EXPECT_FALSE(b.uncaught_error()) << b.result.err.substr(0, 4000);
-    EXPECT_EQ(b.result.out.find("data-js-error"), std::string::npos) << "the page reported a script error";
+    EXPECT_EQ(b.result.out.find("data-js-error=\"1\""), std::string::npos) << "the page reported a script error";
     EXPECT_NE(b.result.out.find("data-rendered=\"1\""), std::string::npos) << "the script did not finish drawing";
     return b.result.out;
   }
@@ -78,6 +80,13 @@ TEST_F(ReportHtmlTest, RunWritesTheReportAndPrintsItsPath) {
   ASSERT_EQ(r.code, 0) << why(r);
   EXPECT_NE(read_file(dir_ / "elsewhere" / "page.html").find("id=\"aispflow-data\""), std::string::npos);
   EXPECT_EQ(aispflow("report no-such-dir").code, 2);
+  // Without RUN_DIR: the latest run under runs/.
+  EXPECT_EQ(aispflow("report").code, 2);   // none yet
+  fs::create_directories(dir_ / "runs");
+  fs::copy(dir_ / "out", dir_ / "runs" / "roofline", fs::copy_options::recursive);
+  const CommandResult latest = aispflow("report");
+  ASSERT_EQ(latest.code, 0) << why(latest);
+  EXPECT_EQ(latest.out, "runs/roofline/report.html\n");
 }
 
 TEST_F(ReportHtmlTest, TheFileNamesNoHttpResource) {
@@ -192,6 +201,7 @@ TEST_F(ReportHtmlTest, FiveThousandRecordsStayUnder5MBAndDrawUnder2s) {
   const double ms = std::stod(dom.substr(at + 16));
   EXPECT_GT(ms, 0.0);
   EXPECT_LT(ms, 2000.0);
+  std::printf("5,000 records: %.1f MB, drawn in %.0f ms\n", double(fs::file_size(html)) / 1e6, ms);
 }
 
 TEST_F(ReportHtmlTest, ComparingTwoRunsExits3OnARegression) {
@@ -218,7 +228,7 @@ TEST_F(ReportHtmlTest, ComparingTwoRunsExits3OnARegression) {
   EXPECT_EQ(worse.code, 3) << why(worse);
   EXPECT_NE(worse.out.find("**" + std::to_string(slowed) + " regression(s)**"), std::string::npos) << worse.out;
   EXPECT_TRUE(fs::exists(dir_ / "slower" / "diff.html"));
-  EXPECT_EQ(aispflow("report out slower --tolerance 25").code, 0);
+  EXPECT_EQ(aispflow("report out slower --tolerance 25 -o within.md").code, 0);
 
   if (chromium_path().empty()) GTEST_SKIP() << "chromium is not installed: the diff page was not opened";
   const std::string dom = rendered_dom(dir_ / "slower" / "diff.html");

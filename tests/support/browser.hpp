@@ -35,10 +35,11 @@ struct BrowserRun {
 // when `virtual_time`) or "--screenshot=FILE --window-size=W,H".
 inline BrowserRun chromium(const std::filesystem::path& work_dir, const std::filesystem::path& page, const std::string& mode,
                            bool virtual_time = true) {
-  const std::string line = "profile=$(mktemp -d) && timeout 120 " + quote(chromium_path()) +
+  // One subshell, so that run_in's redirections take all of Chromium's output (and the profile is removed).
+  const std::string line = "(profile=$(mktemp -d) && timeout 120 " + quote(chromium_path()) +
                            " --headless --no-sandbox --disable-gpu --user-data-dir=\"$profile\" --enable-logging=stderr --v=0 " +
                            (virtual_time ? "--virtual-time-budget=2000 " : "") + mode + " " +
-                           quote("file://" + std::filesystem::absolute(page).string()) + "; rc=$?; rm -rf \"$profile\"; exit $rc";
+                           quote("file://" + std::filesystem::absolute(page).string()) + "; rc=$?; rm -rf \"$profile\"; exit $rc)";
   return {run_in(work_dir, line)};
 }
 
