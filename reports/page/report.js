@@ -102,7 +102,7 @@ function dagSection() {
   });
   var tallest = Math.max.apply(null, layers.map(function (l) { return l.length; }));
   var width = PAD * 2 + layers.length * W + (layers.length - 1) * GX, height = PAD * 2 + tallest * H + (tallest - 1) * GY;
-  var g = svg('svg', {width: width, height: height, viewBox: '0 0 ' + width + ' ' + height, id: 'dag', role: 'img'},
+  var g = svg('svg', {width: width, height: height, viewBox: '0 0 ' + width + ' ' + height, id: 'dag-svg', role: 'img'},
     svg('defs', null, svg('marker', {id: 'dag-arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto'},
       svg('path', {d: 'M0,0 L10,5 L0,10 z', fill: '#8a94a3'}))));
   function place(name) {
@@ -164,7 +164,7 @@ function timelineSection() {
   var span = Math.max(1, t1 - t0), LABEL = 230, ROW = 22, TOP = 26, RIGHT = 20;
   var PLOT = Math.max(420, (APP.clientWidth || 1300) - 110 - LABEL - RIGHT);
   var width = LABEL + PLOT + RIGHT, height = TOP + items.length * ROW + 8;
-  var g = svg('svg', {width: width, height: height, viewBox: '0 0 ' + width + ' ' + height, id: 'timeline', role: 'img'});
+  var g = svg('svg', {width: width, height: height, viewBox: '0 0 ' + width + ' ' + height, id: 'timeline-svg', role: 'img'});
   var x = function (t) { return LABEL + (t - t0) / span * PLOT; };
   var step = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000, 60000, 120000, 300000, 600000]
     .filter(function (s) { return span / s <= 10; })[0] || 600000;
