@@ -62,8 +62,11 @@ std::string render_html(const nlohmann::json& document, const std::string& title
 }
 
 fs::path write_run_report_html(const fs::path& run_dir, const fs::path& out) {
-  const json doc = report_document(run_dir);
+  json doc = report_document(run_dir);
   const fs::path file = out.empty() ? run_dir / "report.html" : out;
+  // The run's folder as seen from the page, so it can link each node's files (relative: no network, file:// works).
+  doc["run_href"] = fs::absolute(run_dir).lexically_normal().lexically_relative(
+                        fs::absolute(file).parent_path().lexically_normal()).generic_string();
   const std::string workflow = doc["run"].value("workflow", std::string("run"));
   atomic_write_file(file, render_html(doc, "aispflow report: " + workflow));
   return file;

@@ -225,6 +225,7 @@ json report_document(const fs::path& run_dir) {
     std::sort(files.begin(), files.end(), [](const json& a, const json& b) { return a["name"] < b["name"]; });
     std::sort(svgs.begin(), svgs.end());
     node["files"] = files;
+    node["dir"] = "nodes/" + filesystem_name(name);
     nodes.push_back(node);
     for (const auto& svg : svgs)
       plots.push_back({{"node", name}, {"file", svg.filename().string()}, {"svg", read_text(svg)}});

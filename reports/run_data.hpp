@@ -36,8 +36,8 @@ std::vector<RecordRef> run_records(const std::filesystem::path& run_dir, const j
 // (they would make a 5,000-record page tens of megabytes).
 json record_row(const RecordRef& ref);
 
-// The page's document: {"kind": "run", "run", "device", "warnings", "nodes", "plots", "records",
-// "compare", "expect", "alltoall"} (docs/cli.md, `aispflow report`).
+// The page's document: {"kind": "run", "run", "device", "warnings", "nodes" (run.json's, plus "files" and "dir"),
+// "plots", "records", "compare", "expect", "alltoall"} (docs/cli.md, `aispflow report`).
 json report_document(const std::filesystem::path& run_dir);
 
 }  // namespace aispflow::reports

@@ -324,7 +324,11 @@ function nodesSection() {
     {key: 'seconds', label: 'time', num: 1, cell: function (n) { return n.status === 'ran' || n.status === 'failed' ? fmtSeconds(n.seconds) : ''; }},
     {key: 'started_at', label: 'started', cell: function (n) { return n.started_at ? n.started_at.slice(11, 23) : ''; }},
     {key: 'files', label: 'files', sort: function (n) { return (n.files || []).length; }, cell: function (n) {
-      return el('span', {class: 'small'}, (n.files || []).map(function (f) { return f.name + ' (' + fmtBytes(f.bytes) + ')'; }).join(', '));
+      // Links relative to the page (the files stay beside the run; nothing is fetched by the page itself).
+      return el('span', {class: 'small'}, (n.files || []).map(function (f, i) {
+        var link = DOC.run_href && n.dir ? el('a', {href: DOC.run_href + '/' + n.dir + '/' + encodeURIComponent(f.name)}, f.name) : f.name;
+        return [i ? ', ' : '', link, ' (' + fmtBytes(f.bytes) + ')'];
+      }));
     }},
     {key: 'digest', label: 'digest', cell: function (n) { return el('span', {class: 'mono small', title: n.digest}, (n.digest || '').slice(0, 12)); }}]});
 }
