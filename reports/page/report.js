@@ -27,7 +27,7 @@ function add(id, title, sub, count, build) {
 function card(k, v, d) { return el('div', {class: 'card'}, el('div', {class: 'k'}, k), el('div', {class: 'v'}, v), d ? el('div', {class: 'd'}, d) : null); }
 function statusCounts(nodes) { return countBy(nodes, 'status'); }
 function deviceText(fp) {
-  if (!fp) return 'not probed in this run (every node cached)';
+  if (!fp) return ['not recorded', 'no node probed the machine and no artifact carries an env'];
   var name = fp.gpu ? (fp.gpu_count > 1 ? fp.gpu_count + ' \u00d7 ' : '') + fp.gpu : fp.cpu_model || fp.device || '';
   var extra = [fp.cc ? 'sm_' + String(fp.cc).replace('.', '') : '', fp.sm_count ? fp.sm_count + ' SMs' : '',
                fp.driver ? 'driver ' + fp.driver : '', fp.cuda_runtime ? 'CUDA ' + fp.cuda_runtime : '',
