@@ -341,7 +341,7 @@ function drawRun() {
   add('dag', 'Workflow DAG', (c.ran || 0) + ' ran, ' + (c.cached || 0) + ' cached, ' + (c.failed || 0) + ' failed, ' + (c.skipped || 0) + ' skipped', DOC.nodes.length, dagSection);
   add('timeline', 'Timeline', 'node start and finish from run.json', null, timelineSection);
   add('plots', 'Plots', 'every SVG the nodes wrote', DOC.plots.length, plotsSection);
-  add('records', 'GEMM records', 'verified before timed; click a header to sort', DOC.records.length, recordsSection);
+  if (DOC.records.length) add('records', 'GEMM records', 'verified before timed; click a header to sort', DOC.records.length, recordsSection);
   if (DOC.compare.length) add('compare', 'Provider comparison', 'speedup over the baseline', DOC.compare.length, compareSection);
   if (DOC.expect.length) add('expect', 'Expectations', 'failures first', DOC.expect.reduce(function (s, e) { return s + e.results.length; }, 0), expectSection);
   if (DOC.alltoall.length) add('alltoall', 'All-to-all', 'PASS/FAIL per point, failures first', DOC.alltoall.length, alltoallSection);

@@ -171,6 +171,28 @@ TEST_F(ReportDataTest, DocumentJoinsRecordsWithTheirRooflinePoint) {
   EXPECT_EQ(doc["nodes"].size(), 2u);
 }
 
+TEST_F(ReportDataTest, DocumentPutsFailuresFirst) {
+  const json expect_node = {{"name", "check"}, {"type", "expect"}, {"status", "ran"}, {"reason", "r"}, {"seconds", 0.1},
+                            {"digest", "d"}, {"inputs", {"sweep"}}};
+  const json comm_node = {{"name", "a2a"}, {"type", "alltoall"}, {"status", "ran"}, {"reason", "r"}, {"seconds", 0.1},
+                          {"digest", "d"}, {"inputs", json::array()}};
+  const fs::path run = make_run("a", json::array({record("p", "s1", 1.0)}), json::array({expect_node, comm_node}));
+  write(run / "nodes" / "check" / "artifact.json",
+        json{{"data", {{"results", json::array({{{"status", "pass"}, {"line", 1}}, {{"status", "improved"}, {"line", 2}},
+                                                {{"status", "missing"}, {"line", 3}}, {{"status", "regressed"}, {"line", 4}}})}}}});
+  write(run / "nodes" / "a2a" / "artifact.json",
+        json{{"data", {{"transport", "mpi"},
+                       {"points", json::array({{{"result", "PASS"}, {"size_bytes", 1}}, {{"result", "FAIL"}, {"size_bytes", 2}}})}}}});
+  const json doc = report_document(run);
+  ASSERT_EQ(doc["expect"].size(), 1u);
+  std::vector<std::string> order;
+  for (const auto& r : doc["expect"][0]["results"]) order.push_back(r["status"]);
+  EXPECT_EQ(order, (std::vector<std::string>{"regressed", "missing", "improved", "pass"}));
+  ASSERT_EQ(doc["alltoall"].size(), 1u);
+  EXPECT_EQ(doc["alltoall"][0]["points"][0]["result"], "FAIL");
+  EXPECT_EQ(doc["alltoall"][0]["points"][1]["result"], "PASS");
+}
+
 TEST(ReportHtml, EmbeddedJsonCannotCloseItsScript) {
   const json doc = {{"reason", "</script><script>alert(1)</script> <!-- x"}};
   const std::string text = embeddable_json(doc);
