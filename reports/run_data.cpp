@@ -104,6 +104,49 @@ void append_records(const std::string& node, const json& data, std::vector<Recor
     if (r.is_object()) out.push_back({node, r});
 }
 
+// The tables of the analysis nodes the page knows: compare, expect (failures first), alltoall (FAIL first).
+struct Sections {
+  json compare = json::array(), expect = json::array(), alltoall = json::array();
+};
+
+void add_analysis(const std::string& type, const std::string& name, const json& data, Sections& out) {
+  if (type == "compare" && data.contains("rows")) {
+    json c = data;
+    c["node"] = name;
+    c.erase("sources");
+    out.compare.push_back(c);
+  } else if (type == "expect" && data.contains("results") && data["results"].is_array()) {
+    json rows = data["results"];
+    std::stable_sort(rows.begin(), rows.end(), [](const json& a, const json& b) { return expect_rank(a) < expect_rank(b); });
+    out.expect.push_back({{"node", name}, {"file", data.value("file", json())}, {"summary", data.value("summary", json())},
+                          {"verdict", data.value("verdict", json())}, {"results", rows}});
+  } else if (type == "alltoall" && data.contains("points") && data["points"].is_array()) {
+    json points = json::array();
+    for (const auto& p : data["points"]) points.push_back(alltoall_point(p));
+    std::stable_sort(points.begin(), points.end(), [](const json& a, const json& b) {
+      return (a.value("result", "") == "FAIL") > (b.value("result", "") == "FAIL");
+    });
+    out.alltoall.push_back({{"node", name}, {"transport", data.value("transport", json())},
+                            {"ranks", data.value("ranks", json())}, {"summary", data.value("summary", json())},
+                            {"points", points}});
+  }
+}
+
+// The files in a node's folder (name, bytes), sorted; the SVGs among them are added to `svgs`.
+json node_files(const fs::path& dir, std::vector<fs::path>& svgs) {
+  json files = json::array();
+  std::error_code ec;
+  if (fs::is_directory(dir, ec))
+    for (const auto& f : fs::directory_iterator(dir, ec)) {
+      if (!f.is_regular_file(ec)) continue;
+      files.push_back({{"name", f.path().filename().string()}, {"bytes", f.file_size(ec)}});
+      if (f.path().extension() == ".svg") svgs.push_back(f.path());
+    }
+  std::sort(files.begin(), files.end(), [](const json& a, const json& b) { return a["name"] < b["name"]; });
+  std::sort(svgs.begin(), svgs.end());
+  return files;
+}
+
 }  // namespace
 
 fs::path run_dir_of(const fs::path& given) {
@@ -205,26 +248,15 @@ json report_document(const fs::path& run_dir) {
                     ? json{{"source", "run.json"}, {"fingerprint", run["fingerprint"]}}
                     : json();
 
-  json nodes = json::array(), plots = json::array(), compare = json::array(), expect = json::array(),
-       alltoall = json::array();
+  json nodes = json::array(), plots = json::array();
+  Sections sections;
   std::map<std::string, json> data_of;
   for (const auto& n : run["nodes"]) {
     const std::string name = n.value("name", std::string());
     const std::string type = n.value("type", std::string());
     json node = n;
-    json files = json::array();
     std::vector<fs::path> svgs;
-    std::error_code ec;
-    const fs::path dir = node_dir(run_dir, name);
-    if (fs::is_directory(dir, ec))
-      for (const auto& f : fs::directory_iterator(dir, ec)) {
-        if (!f.is_regular_file(ec)) continue;
-        files.push_back({{"name", f.path().filename().string()}, {"bytes", f.file_size(ec)}});
-        if (f.path().extension() == ".svg") svgs.push_back(f.path());
-      }
-    std::sort(files.begin(), files.end(), [](const json& a, const json& b) { return a["name"] < b["name"]; });
-    std::sort(svgs.begin(), svgs.end());
-    node["files"] = files;
+    node["files"] = node_files(node_dir(run_dir, name), svgs);
     node["dir"] = "nodes/" + filesystem_name(name);
     nodes.push_back(node);
     for (const auto& svg : svgs)
@@ -237,24 +269,7 @@ json report_document(const fs::path& run_dir) {
       device = {{"source", "node " + name}, {"fingerprint", data["env"]}};
     for (const auto& w : data.value("warnings", json::array()))
       warnings.push_back({{"source", name}, {"message", w.is_string() ? w.get<std::string>() : w.dump()}});
-    if (type == "compare" && data.contains("rows")) {
-      json c = data;
-      c["node"] = name;
-      c.erase("sources");
-      compare.push_back(c);
-    } else if (type == "expect" && data.contains("results")) {
-      json rows = data["results"];
-      std::stable_sort(rows.begin(), rows.end(), [](const json& a, const json& b) { return expect_rank(a) < expect_rank(b); });
-      expect.push_back({{"node", name}, {"file", data.value("file", json())}, {"summary", data.value("summary", json())},
-                        {"verdict", data.value("verdict", json())}, {"results", rows}});
-    } else if (type == "alltoall" && data.contains("points")) {
-      json points = json::array();
-      for (const auto& p : data["points"]) points.push_back(alltoall_point(p));
-      std::stable_sort(points.begin(), points.end(),
-                       [](const json& a, const json& b) { return (a.value("result", "") == "FAIL") > (b.value("result", "") == "FAIL"); });
-      alltoall.push_back({{"node", name}, {"transport", data.value("transport", json())}, {"ranks", data.value("ranks", json())},
-                          {"summary", data.value("summary", json())}, {"points", points}});
-    }
+    add_analysis(type, name, data, sections);
   }
 
   // Records: one row each, joined with the roofline point that plotted it (percent of the roof, binding).
@@ -283,9 +298,9 @@ json report_document(const fs::path& run_dir) {
   doc["nodes"] = nodes;
   doc["plots"] = plots;
   doc["records"] = rows;
-  doc["compare"] = compare;
-  doc["expect"] = expect;
-  doc["alltoall"] = alltoall;
+  doc["compare"] = sections.compare;
+  doc["expect"] = sections.expect;
+  doc["alltoall"] = sections.alltoall;
   return doc;
 }
 
