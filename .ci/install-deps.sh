@@ -11,6 +11,7 @@ packages=(
   python3 python3-pip # pip download: the pinned CUTLASS and cuobjdump wheels below
   openmpi-bin libopenmpi-dev   # alltoall node, mpi transport (mpirun + aispflow-comm-rank)
   slurmctld slurmd slurm-client munge   # the Slurm executor's tests and bench: a one-node cluster on localhost (tests/support/local_slurm.sh)
+  chromium libpng-dev # `aispflow report`'s tests: the page opened in headless Chromium, its screenshot read with libpng
 )
 missing=()
 for p in "${packages[@]}"; do

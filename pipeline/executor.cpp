@@ -242,6 +242,8 @@ struct Executor::Run {
   Mode mode;
   std::vector<std::size_t> selected;     // topological order
   std::vector<char> is_selected;
+  mutable std::mutex warnings_mutex;
+  mutable std::vector<std::string> warnings;   // every warn(), for RunSummary::warnings
   std::vector<char> forced;
   std::vector<State> state;
   std::vector<NodeResult> results;
@@ -298,7 +300,24 @@ struct Executor::Run {
   }
 
   void warn(const std::string& message) const {
+    {
+      std::lock_guard lock(warnings_mutex);
+      warnings.push_back(message);
+    }
     if (opt.observer) opt.observer->warning(message);
+  }
+
+  // NodeResult::inputs: declared inputs in the order the node reads them, then ${ref}-only upstreams.
+  std::vector<std::string> input_names(std::size_t i) const {
+    const Dag& dag = ex.dag_;
+    std::vector<std::string> names;
+    std::set<std::size_t> listed;
+    for (const auto& in : dag.node(i).inputs)
+      for (auto idx : dag.resolve(in.node))
+        if (listed.insert(idx).second) names.push_back(dag.node(idx).name);
+    for (auto p : upstream[i])
+      if (listed.insert(p).second) names.push_back(dag.node(p).name);
+    return names;
   }
 
   // Selected nodes may read nodes outside the selection (--only join): those come from the cache, as
@@ -548,6 +567,7 @@ struct Executor::Run {
     NodeResult r;
     r.name = decl.name;
     r.type = decl.type;
+    r.inputs = input_names(i);
     try {
       if (cancelled()) {
         r.reason = "interrupted";
@@ -578,7 +598,9 @@ struct Executor::Run {
             r.remote = d.remote_info;
           }
           break;
-        case PlannedNode::Action::run: return Pending{std::move(d), std::move(r)};
+        case PlannedNode::Action::run:
+          r.exclusive = d.exclusive;
+          return Pending{std::move(d), std::move(r)};
       }
     } catch (const std::exception& e) {  // an engine problem (disk full, ...): fail this node only
       r.status = NodeStatus::failed;
@@ -951,6 +973,13 @@ RunSummary Executor::run(const ExecOptions& options) {
   summary.interrupted = options.cancel && options.cancel->load();
   summary.exit_code = exit_code_for(summary.nodes, summary.interrupted);
   summary.backend = env_.name();
+  summary.warnings = std::move(run.warnings);
+  if (env_.created()) {
+    try {
+      summary.fingerprint = env_.fingerprint();
+    } catch (const std::exception&) {   // the run's nodes already reported a machine that cannot be probed
+    }
+  }
   summary.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   if (options.observer) options.observer->run_finished(summary);
   return summary;

@@ -46,6 +46,10 @@ struct NodeResult {
   // "executor" and "slurm" fields). Empty for nodes that ran in this process.
   std::string executor;
   json remote;
+  // Upstream instance names: declared `inputs:` in their order (as the node reads them), then upstreams it
+  // reaches only through ${refs}. run.json's `inputs`: the DAG, drawn by `aispflow report`.
+  std::vector<std::string> inputs;
+  bool exclusive = false;           // ran alone (exclusive node): run.json's `exclusive`, the report's timeline
 };
 
 struct RunSummary {
@@ -57,6 +61,8 @@ struct RunSummary {
   bool interrupted = false;
   std::string backend;              // the backend's name, or the requested one if no node needed it
   std::vector<NodeResult> nodes;    // selected nodes, in topological order
+  std::vector<std::string> warnings;   // what RunObserver::warning was told (e.g. a corrupt cache entry)
+  json fingerprint;                 // the machine's fingerprint when a node probed it; null otherwise
 };
 
 // The exit code a finished run deserves: 130 interrupted > 1 a node failed > 3 an artifact (ran or

@@ -81,6 +81,10 @@ std::string run_report_text(const RunSummary& summary) {
     if (n.started_at) out += ", \"started_at\": " + str(iso8601_utc_ms(*n.started_at));
     if (n.finished_at) out += ", \"finished_at\": " + str(iso8601_utc_ms(*n.finished_at));
     out += ", \"digest\": " + str(n.digest);
+    out += ", \"inputs\": [";
+    for (std::size_t k = 0; k < n.inputs.size(); ++k) out += (k ? ", " : "") + str(n.inputs[k]);
+    out += "]";
+    if (n.exclusive) out += ", \"exclusive\": true";
     if (!n.error.empty()) out += ", \"error\": " + str(n.error);
     if (n.verdict) out += ", \"verdict\": " + str(to_string(*n.verdict));
     if (!n.executor.empty()) {   // started by a remote launcher: "executor": "slurm", "slurm": {job id, ...}
@@ -90,7 +94,15 @@ std::string run_report_text(const RunSummary& summary) {
     }
     out += "}";
   }
-  out += summary.nodes.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  out += summary.nodes.empty() ? "]" : "\n  ]";
+  if (!summary.warnings.empty()) {
+    out += ",\n  \"warnings\": [";
+    for (std::size_t k = 0; k < summary.warnings.size(); ++k) out += (k ? ", " : "") + str(summary.warnings[k]);
+    out += "]";
+  }
+  if (!summary.fingerprint.is_null())
+    out += ",\n  \"fingerprint\": " + summary.fingerprint.dump(-1, ' ', false, json::error_handler_t::replace);
+  out += "\n}\n";
   return out;
 }
 

@@ -1,6 +1,8 @@
 #pragma once
-// How a run is reported: run.json (a contract used by CI gates and tools; see docs/cli.md) and the
-// console (one live progress line on a terminal, otherwise one line per finished node).
+// How a run is reported while and right after it runs: run.json (a contract used by CI gates and tools; see
+// docs/cli.md) and the console (one live progress line on a terminal, otherwise one line per finished node).
+// The HTML page and the comparison of two runs (`aispflow report`) are printers over run.json and the
+// artifacts, kept apart in reports/.
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -22,7 +24,8 @@ std::string iso8601_utc_ms(std::chrono::system_clock::time_point t);
 
 // {"workflow", "file", "started", "seconds", "exit_code", "backend", "aispflow_version",
 //  "nodes": [{"name", "type", "status", "reason", "seconds", "started_at"?, "finished_at"?, "digest", "error"?,
-//             "verdict"?}]}   (started_at / finished_at: nodes that ran or failed, UTC with milliseconds)
+//             "inputs", "exclusive"?, "verdict"?}], "warnings"?, "fingerprint"?}
+//   (started_at / finished_at: nodes that ran or failed, UTC with milliseconds)
 std::string run_report_text(const RunSummary& summary);   // the text of run.json
 json run_report_json(const RunSummary& summary);          // the same, parsed
 // Writes out_dir/run.json atomically (readers never see half a report). Returns its path.

@@ -22,6 +22,7 @@
 #include "pipeline/report.hpp"
 #include "pipeline/cli/slurm_launch.hpp"
 #include "pipeline/workflow.hpp"
+#include "reports/html_page.hpp"
 
 namespace aispflow::cli {
 
@@ -217,6 +218,14 @@ int run_command(const RunArgs& args) {
     return std::max<int>(summary.exit_code, kExitNodeFailed);
   }
   std::printf("%s; report: %s\n", format_summary(summary).c_str(), report.string().c_str());
+  if (args.report) {   // a printer over what was just written: it runs and measures nothing
+    try {
+      std::printf("html report: %s\n", reports::write_run_report_html(out).string().c_str());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "aispflow: cannot write the HTML report: %s\n", e.what());
+      return std::max<int>(summary.exit_code, kExitNodeFailed);
+    }
+  }
   std::fflush(stdout);
   for (const auto& n : summary.nodes) {
     if (n.status == NodeStatus::failed)

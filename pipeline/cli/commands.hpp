@@ -27,6 +27,15 @@ struct RunArgs : WorkflowArgs {
   double lock_timeout = -1;          // --lock-timeout SECONDS; < 0: wait for the measurement lock as long as it takes
   std::string executor = "local";    // --executor local|slurm (docs/slurm.md)
   std::string executor_profile;      // --executor-profile FILE: Slurm settings instead of the workflow's `executor:`
+  bool report = false;               // --report: also write report.html next to run.json
+};
+
+struct ReportArgs {
+  std::vector<std::string> runs;     // none: the latest run under runs/; one: its report; two: A against B
+  std::string out;                   // -o FILE (.html, or .md for a comparison)
+  double tolerance_pct = 5;          // comparison: a change worse than this is a regression
+  std::string metric = "tflops";     // comparison: the metric compared
+  bool all = false;                  // comparison: print every row, also those within tolerance
 };
 
 struct ExplainArgs : WorkflowArgs {
@@ -43,6 +52,7 @@ int cache_command(const std::string& action, const std::string& cache_dir);   //
 int hw_command(const std::string& backend, bool as_json);
 // `aispflow run-node REQUEST`: one node of a workflow inside a Slurm job (hidden; pipeline/slurm/job.hpp).
 int run_node_command(const std::string& request, const std::string& cache_dir, const std::string& backend);
+int report_command(const ReportArgs& args);   // pipeline/cli/report_command.cpp
 
 // The cache directory: --cache, else $AISPFLOW_CACHE, else .aispflow/cache in the working directory.
 std::string default_cache_dir(const std::string& from_option);

@@ -80,6 +80,7 @@ int run_cli(int argc, char** argv) {
   run->add_option("--executor-profile", run_args.executor_profile,
                   "YAML file with the Slurm settings (`slurm:` map), instead of the workflow's `executor:` section")
       ->type_name("FILE");
+  run->add_flag("--report", run_args.report, "also write the HTML report (report.html) next to run.json");
   run->footer(kExitCodes);
 
   // Hidden: what a Slurm job runs on the compute node (pipeline/slurm/job.hpp).
@@ -122,6 +123,24 @@ int run_cli(int argc, char** argv) {
   hw->add_option("--backend", hw_backend, "auto | cpu | cuda")->capture_default_str();
   hw->add_flag("--json", hw_json, "machine-readable output");
 
+  cli::ReportArgs report_args;
+  auto* report = app.add_subcommand("report", "one HTML page of a run, or compare two runs record by record "
+                                              "(exit 3 on a regression)");
+  report->add_option("runs", report_args.runs, "RUN_DIR (default: the latest under runs/), or RUN_A RUN_B to compare")
+      ->expected(0, 2)
+      ->type_name("RUN_DIR");
+  report->add_option("-o,--out", report_args.out, "output file (default RUN_DIR/report.html; comparison: "
+                                                  "RUN_B/diff.html; .md writes Markdown)")
+      ->type_name("FILE");
+  report->add_option("--tolerance", report_args.tolerance_pct, "comparison: percent a record may get worse")
+      ->check(CLI::Range(0.0, 99.9))
+      ->capture_default_str();
+  report->add_option("--metric", report_args.metric, "comparison: record metric (tflops, time_ms.median, ...)")
+      ->capture_default_str();
+  report->add_flag("--all", report_args.all, "comparison: print every record, also those within tolerance");
+  report->footer("Exit codes: 0 report written (comparison: no regression); 2 bad input (no run, unknown metric, "
+                 "no record pairs); 3 comparison found a regression.");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -137,6 +156,7 @@ int run_cli(int argc, char** argv) {
   if (*cache) return cli::cache_command(cache_action, cache_dir);
   if (*hw) return cli::hw_command(hw_backend, hw_json);
   if (*run_node) return cli::run_node_command(node_request, node_cache, node_backend);
+  if (*report) return cli::report_command(report_args);
   return kExitBadInput;
 }
 

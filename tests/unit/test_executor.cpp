@@ -20,6 +20,7 @@
 #include "pipeline/cache.hpp"
 #include "pipeline/dag.hpp"
 #include "pipeline/executor.hpp"
+#include "pipeline/report.hpp"
 #include "pipeline/workflow.hpp"
 
 namespace aispflow {
@@ -609,6 +610,30 @@ TEST_F(ExecutorTest, RefsAreSubstitutedFromUpstreamArtifacts) {
   RunSummary s = run();
   EXPECT_EQ(s.exit_code, 0);
   EXPECT_EQ(node(s, "chk").verdict, Verdict::ok);
+}
+
+TEST_F(ExecutorTest, SummaryNamesEachNodesInputsWhoRanAloneAndTheMachine) {
+  // run.json's inputs (declared order, then ${ref}-only upstreams), exclusive and fingerprint: the HTML report
+  // draws the DAG, the timeline and the device from them.
+  load(R"(nodes:
+  b: {type: sleep, params: {value: 2}}
+  a: {type: sleep, params: {value: 1}}
+  t: {type: timing, params: {value: 3}}
+  use: {type: sleep, inputs: [b, a], params: {value: "${t.value}"}}
+)");
+  RunSummary s = run();
+  EXPECT_EQ(s.exit_code, 0);
+  EXPECT_EQ(node(s, "use").inputs, (std::vector<std::string>{"b", "a", "t"}));
+  EXPECT_TRUE(node(s, "a").inputs.empty());
+  EXPECT_TRUE(node(s, "t").exclusive);
+  EXPECT_FALSE(node(s, "use").exclusive);
+  EXPECT_EQ(s.fingerprint, machine_.fingerprint());   // a node ran, so the machine was probed
+  const json report = run_report_json(s);
+  EXPECT_EQ(report["nodes"][3]["inputs"], json({"b", "a", "t"}));
+  EXPECT_EQ(report["nodes"][2].value("exclusive", false), true);
+  EXPECT_FALSE(report["nodes"][0].contains("exclusive"));
+  EXPECT_EQ(report["fingerprint"]["device"], "Fake GPU");
+  EXPECT_FALSE(report.contains("warnings"));   // none in this run
 }
 
 TEST_F(ExecutorTest, UnmetExpectationsGiveExitThreeEvenWhenCached) {
