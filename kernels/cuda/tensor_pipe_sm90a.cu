@@ -42,12 +42,6 @@ __device__ __forceinline__ std::uint32_t packed(float v) {
   }
 }
 
-// K per instruction: 32 bytes of a 128-byte row, whatever the element size.
-template <int Dt>
-constexpr int k_per_instruction() {
-  return Dt == kPipeTf32 ? 8 : Dt == kPipeE4m3 ? 32 : 16;
-}
-
 template <int Dt>
 __device__ __forceinline__ void mma_ss(float (&d)[128], std::uint64_t desc_a, std::uint64_t desc_b) {
   if constexpr (Dt == kPipeBf16) wgmma_ss_bf16_n256(d, desc_a, desc_b, 1);
@@ -154,7 +148,7 @@ __global__ void __launch_bounds__(Warpgroups * 128, 1)
 template <int Dt, bool FromRegisters, int Warpgroups>
 cudaError_t launch_one(const TensorPipeLaunch& l, cudaStream_t stream) {
   auto kernel = tensor_pipe_kernel<Dt, FromRegisters, Warpgroups>;
-  const std::uint64_t expected_k = std::uint64_t(l.expected_steps) * 4 * k_per_instruction<Dt>();
+  const std::uint64_t expected_k = std::uint64_t(l.expected_steps) * 4 * tensor_pipe_k_per_instruction(Dt);
   kernel<<<l.blocks, Warpgroups * 128, kSmemBytes, stream>>>(l.steps, expected_k, l.wrong, l.blocks_done, l.clocks);
   return cudaGetLastError();
 }
@@ -168,6 +162,7 @@ cudaError_t launch_dtype(const TensorPipeLaunch& l, cudaStream_t stream) {
 
 }  // namespace
 
+// K per instruction: 32 bytes of a 128-byte row, whatever the element size.
 int tensor_pipe_k_per_instruction(int dtype) {
   return dtype == kPipeTf32 ? 8 : dtype == kPipeE4m3 ? 32 : 16;
 }
