@@ -10,6 +10,7 @@
 
 #include "pipeline/build_id.hpp"
 #include "pipeline/cli/commands.hpp"
+#include "pipeline/cli/replay_command.hpp"
 #include "pipeline/errors.hpp"
 
 namespace {
@@ -106,6 +107,16 @@ int run_cli(int argc, char** argv) {
   hw->add_option("--backend", hw_backend, "auto | cpu | cuda")->capture_default_str();
   hw->add_flag("--json", hw_json, "machine-readable output");
 
+  // Hidden (no group): run by the `ncu` node under Nsight Compute, not by people (pipeline/cli/replay_command.hpp).
+  cli::ReplayArgs replay_args;
+  auto* replay = app.add_subcommand("replay", "relaunch one verified GEMM record's kernel once, for a profiler");
+  replay->group("");
+  replay->add_option("--record", replay_args.record_file, "JSON file of records")->required()->type_name("FILE");
+  replay->add_option("--index", replay_args.index, "which record")->required()->check(CLI::NonNegativeNumber);
+  replay->add_option("--kernel", replay_args.kernel, "another candidate's kernel (default: the record's)");
+  replay->add_option("--warmup", replay_args.warmup, "launches before the profiled one")->check(CLI::NonNegativeNumber);
+  replay->add_option("--out", replay_args.out, "write the result JSON here (default: stdout)")->type_name("FILE");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -120,6 +131,7 @@ int run_cli(int argc, char** argv) {
   if (*nodes) return cli::nodes_command(node_type, nodes_json);
   if (*cache) return cli::cache_command(cache_action, cache_dir);
   if (*hw) return cli::hw_command(hw_backend, hw_json);
+  if (*replay) return cli::replay_command(replay_args);
   return kExitBadInput;
 }
 
