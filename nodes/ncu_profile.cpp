@@ -152,6 +152,12 @@ std::set<std::string> parse_query_metrics(const std::string& output) {
 }
 
 std::optional<std::string> profiling_refused(const std::string& output) {
+  // A sandbox without access to the counters (gVisor, for one) fails before any kernel: "==ERROR== Failed to
+  // initialize the profiler: LibraryNotLoaded". The machine cannot profile; nothing the workflow can fix.
+  if (const auto at = output.find("Failed to initialize the profiler"); at != std::string::npos) {
+    const auto end = output.find('\n', at);
+    return "profiling not possible on this machine: ncu: " + output.substr(at, end == std::string::npos ? end : end - at);
+  }
   if (output.find("ERR_NVGPUCTRPERM") == std::string::npos) return std::nullopt;
   return "profiling not permitted: ncu reports ERR_NVGPUCTRPERM (this user may not read the GPU performance "
          "counters; run as root or have the admin set the driver option NVreg_RestrictProfilingToAdminUsers=0, see "

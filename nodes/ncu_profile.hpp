@@ -63,7 +63,8 @@ std::vector<Launch> read_launches(const std::string& text, const std::string& sh
 std::optional<std::string> parse_version(const std::string& version_output);
 // The metric base names `ncu --query-metrics` lists ("dram__bytes", "sm__throughput", ...).
 std::set<std::string> parse_query_metrics(const std::string& query_output);
-// Why ncu refused to profile, when its output says profiling is not permitted (ERR_NVGPUCTRPERM); nullopt else.
+// Why ncu could not profile, when its output says profiling is not permitted (ERR_NVGPUCTRPERM) or the profiler
+// cannot start on this machine ("Failed to initialize the profiler", e.g. in a gVisor sandbox); nullopt else.
 std::optional<std::string> profiling_refused(const std::string& output);
 
 }  // namespace aispflow::ncu

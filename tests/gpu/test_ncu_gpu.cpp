@@ -11,8 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/cuda/cuda_backend.hpp"
-#include "kernels/cuda/device.hpp"
+#include "kernels/cuda_plugin.hpp"
 #include "nodes/child_process.hpp"
 #include "nodes/ncu_profile.hpp"
 #include "support/text_files.hpp"
@@ -25,7 +24,8 @@ using nlohmann::json;
 
 TEST(NcuGpu, ProfilesTwoRecordsOfTwoProvidersWithEveryMetricAndABindingResource) {
   std::string why;
-  if (!kernels::cuda_device_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+  // Through the plugin, as aispflow itself sees the GPU (the test links no CUDA code of its own).
+  if (!kernels::cuda_backend_usable(&why)) GTEST_SKIP() << "no usable CUDA backend: " << why;
   if (!find_program("ncu") && !find_program("/usr/local/cuda/bin/ncu")) GTEST_SKIP() << "ncu not found on PATH";
   const fs::path dir = fs::temp_directory_path() / ("aispflow-ncu-gpu-" + std::to_string(::getpid()));
   fs::remove_all(dir);
@@ -66,7 +66,11 @@ nodes:
   const json& profiled = data["profiled"];
   ASSERT_EQ(profiled.size(), 2u) << data.dump(1);
   std::set<std::string> providers;
-  const int cc = kernels::cuda::system_info().devices.front().compute_capability();
+  // The GPU's compute capability as the sweep's records state it ("9.0" -> 90).
+  const json sweep = json::parse(test::read_file(dir / "run" / "nodes" / "sweep" / "artifact.json"), nullptr, false);
+  ASSERT_TRUE(sweep.is_object());
+  const std::string cc_text = sweep["data"]["records"][0]["env"]["cc"];
+  const int cc = std::stoi(cc_text.substr(0, cc_text.find('.'))) * 10 + std::stoi(cc_text.substr(cc_text.find('.') + 1));
   const auto expected = ncu::roofline_metric_set().for_cc(cc);
   EXPECT_TRUE(data["metrics_unavailable"].empty()) << data["metrics_unavailable"].dump(1);
   for (const auto& p : profiled) {

@@ -159,6 +159,8 @@ TEST(NcuNode, VersionQueryAndRefusal) {
       "sm__throughput   SM throughput\n");
   EXPECT_EQ(names, (std::set<std::string>{"dram__bytes", "sm__throughput"}));
   EXPECT_TRUE(ncu::profiling_refused("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission"));
+  EXPECT_EQ(ncu::profiling_refused("==ERROR== Failed to initialize the profiler: LibraryNotLoaded\nmore"),
+            "profiling not possible on this machine: ncu: Failed to initialize the profiler: LibraryNotLoaded");
   EXPECT_FALSE(ncu::profiling_refused("==PROF== Disconnected from process 1"));
 }
 
