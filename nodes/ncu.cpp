@@ -191,7 +191,7 @@ class NcuNode : public NodeType, public EnvironmentFacts {
     return "Nsight Compute over chosen records of upstream gemm_sweep nodes (default: every verified record of a "
            "cublaslt* or ours.* provider, i.e. each provider's winner per shape and dtype): replays each record's "
            "verified kernel launch once, warm, on the same operands (aispflow replay), with the fixed metric set "
-           "roofline/1 (SM, tensor-pipe, L1, L2, DRAM throughput, achieved occupancy, TMEM on sm_100); writes "
+           "roofline/2 (SM, tensor-pipe, L1, L2, DRAM throughput, achieved occupancy, TMEM on sm_100); writes "
            "kernels.csv + ncu_throughput.csv, which a `roofline` node taking this node as an input plots with each "
            "kernel's binding resource. Skipped where ncu is missing or profiling is not permitted.";
   }
@@ -225,8 +225,9 @@ class NcuNode : public NodeType, public EnvironmentFacts {
   }
   std::string check_params(const json& p) const override {
     if (contains_unresolved_ref(p)) return {};
+    // Absent fields take their defaults (the first allowed value), as the engine fills them.
     auto one_of = [&](const char* field, std::initializer_list<const char*> allowed) -> std::string {
-      const std::string v = p.value(field, std::string());
+      const std::string v = p.value(field, std::string(*allowed.begin()));
       std::string list;
       for (const char* a : allowed) {
         if (v == a) return {};
@@ -316,7 +317,14 @@ class NcuNode : public NodeType, public EnvironmentFacts {
                    std::to_string(ctx.params.value("warmup", 3)), "--out", (ctx.out_dir / ("replay_" + n + ".json")).string()};
       if (targets[i].candidate) o.program.insert(o.program.end(), {"--kernel", targets[i].kernel});
       const auto argv = ncu::command_line(o);
-      if (i == 0) first_command = argv;
+      if (i == 0) {   // for the artifact: the node's scratch directory is gone by the time anyone reads it
+        first_command = json::array();
+        const std::string out = ctx.out_dir.string();
+        for (std::string a : argv) {
+          if (const auto at = a.find(out); at != std::string::npos) a.replace(at, out.size(), "<node output>");
+          first_command.push_back(a);
+        }
+      }
       ctx.info("ncu " + std::to_string(i + 1) + "/" + std::to_string(targets.size()) + ": " + targets[i].label);
       const ChildResult r = run_child(argv, ctx.out_dir / ("ncu_" + n + ".log"), timeout_s, ctx.cancel);
       const std::string table = read_file(o.log_file);

@@ -13,7 +13,7 @@
 namespace aispflow::ncu {
 
 struct Metric {
-  std::string role;   // compute, tensor_gmma, tensor_hmma, tmem, l1, l2, dram, occupancy, dram_read_bytes, ...
+  std::string role;   // compute, tensor, tmem, l1, l2, dram, occupancy, dram_read_bytes, ...
   std::string name;   // the full ncu metric name, e.g. "sm__throughput.avg.pct_of_peak_sustained_elapsed"
   int min_cc = 0;     // compute capability (major*10+minor) range where the GPU has it; 0 = no bound
   int max_cc = 0;
@@ -26,7 +26,7 @@ struct MetricSet {
   std::string name;
   int version = 1;   // bump whenever a metric is added, removed or renamed
   std::vector<Metric> metrics;
-  std::string id() const { return name + "/" + std::to_string(version); }   // "roofline/1"
+  std::string id() const { return name + "/" + std::to_string(version); }   // "roofline/2"
   // The metrics of the set that apply to compute capability `cc` (0: unknown, only those without a bound).
   std::vector<Metric> for_cc(int cc) const;
 };

@@ -17,7 +17,7 @@ class NodeSkipped : public std::runtime_error {
 
 // A node type that also implements this (besides NodeType) names facts outside its params and inputs that its
 // output depends on, e.g. the version of an external tool it runs and the metric set it asks that tool for:
-// {"ncu_version": "2025.2.1.0", "metric_set": "roofline/1"}. They join the cache key under environment.node, so a
+// {"ncu_version": "2025.2.1.0", "metric_set": "roofline/2"}. They join the cache key under environment.node, so a
 // change re-runs the node and the reason names it ("environment changed: node.ncu_version 2025.1.0 → 2025.2.1").
 // Asked only when the node is not skipped for unmet requirements; may throw (the node then fails with the message).
 class EnvironmentFacts {

@@ -56,7 +56,7 @@ class FakeNcu {
                              "echo 'Version 2025.1.0.0 (build 1) (public-release)'; exit 0;;\n"
                              "  --query-metrics) echo 'Device NVIDIA H100 80GB HBM3 (GH100)'; echo 'Metric Name  Description';"
                              " for m in dram__bytes_read dram__bytes_write dram__throughput gpc__cycles_elapsed "
-                             "gpu__time_duration l1tex__throughput lts__throughput sm__pipe_tensor_op_gmma_cycles_active "
+                             "gpu__time_duration l1tex__throughput lts__throughput "
                              "sm__pipe_tensor_op_hmma_cycles_active sm__throughput sm__warps_active; do echo \"$m  a metric\"; "
                              "done; exit 0;;\n"
                              "esac\n"
@@ -111,20 +111,20 @@ TEST(NcuNode, CommandLineProfilesOnlyTheReplayedLaunchWithTheMetricSet) {
 
 TEST(NcuNode, MetricSetIsNamedVersionedAndPerArchitecture) {
   const auto& set = ncu::roofline_metric_set();
-  EXPECT_EQ(set.id(), "roofline/1");
+  EXPECT_EQ(set.id(), "roofline/2");
   auto names = [](const std::vector<ncu::Metric>& ms) {
     std::set<std::string> out;
     for (const auto& m : ms) out.insert(m.role);
     return out;
   };
   const auto hopper = names(set.for_cc(90));
-  for (const char* role : {"compute", "tensor_gmma", "tensor_hmma", "l1", "l2", "dram", "occupancy", "dram_read_bytes",
+  for (const char* role : {"compute", "tensor", "l1", "l2", "dram", "occupancy", "dram_read_bytes",
                            "dram_write_bytes", "duration", "sm_clock"})
     EXPECT_TRUE(hopper.count(role)) << role;
   EXPECT_FALSE(hopper.count("tmem"));   // Blackwell's tensor memory
   EXPECT_TRUE(names(set.for_cc(100)).count("tmem"));
-  EXPECT_FALSE(names(set.for_cc(100)).count("tensor_gmma"));
-  EXPECT_FALSE(names(set.for_cc(80)).count("tensor_gmma"));
+  EXPECT_FALSE(names(set.for_cc(100)).count("tensor"));   // no tcgen05 pipe metric in the set yet
+  EXPECT_TRUE(names(set.for_cc(80)).count("tensor"));
 }
 
 TEST(NcuNode, ReadsARealNcuRawCsv) {
@@ -179,7 +179,7 @@ TEST(NcuNode, SkippedWithTheReasonWhereNcuIsMissing) {
   EXPECT_NE(reason.find("not found: 'aispflow-test-no-ncu' is not on PATH"), std::string::npos) << reason;
   // Its cache key says so too.
   EXPECT_EQ(dynamic_cast<const EnvironmentFacts&>(*node).environment_facts({{"ncu", "/nonexistent/bin/ncu"}}),
-            (json{{"ncu_version", "not found"}, {"metric_set", "roofline/1"}}));
+            (json{{"ncu_version", "not found"}, {"metric_set", "roofline/2"}}));
 }
 
 TEST(NcuNode, SkippedWithTheReasonWhereProfilingIsNotPermitted) {
@@ -191,7 +191,7 @@ TEST(NcuNode, SkippedWithTheReasonWhereProfilingIsNotPermitted) {
   const std::string reason = skip_reason([&] { h.run(*node, json::object()); });
   EXPECT_NE(reason.find("profiling not permitted: ncu reports ERR_NVGPUCTRPERM"), std::string::npos) << reason;
   EXPECT_EQ(dynamic_cast<const EnvironmentFacts&>(*node).environment_facts(json::object()),
-            (json{{"ncu_version", "2025.1.0.0"}, {"metric_set", "roofline/1"}}));
+            (json{{"ncu_version", "2025.1.0.0"}, {"metric_set", "roofline/2"}}));
 }
 
 TEST(NcuNode, FailsNamingTheRecordWhenNcuFails) {
@@ -238,7 +238,7 @@ TEST(NcuNode, WritesTheRooflineCsvsAndABindingResourcePerRecord) {
     EXPECT_EQ(p["intensity_source"], "FLOPs / DRAM bytes measured by ncu");
   }
   EXPECT_EQ(out.data["metrics_unavailable"].size(), 0u);
-  EXPECT_EQ(out.data["metric_set"]["id"], "roofline/1");
+  EXPECT_EQ(out.data["metric_set"]["id"], "roofline/2");
   EXPECT_EQ(out.data["ncu"]["version"], "2025.1.0.0");
   const auto command = out.data["ncu"]["command"].get<std::vector<std::string>>();
   EXPECT_NE(std::find(command.begin(), command.end(), "replay"), command.end());
