@@ -264,6 +264,15 @@ TEST(NcuNode, WritesTheRooflineCsvsAndABindingResourcePerRecord) {
   ASSERT_EQ(roof.data["kernels"].size(), 2u);
   for (const auto& k : roof.data["kernels"]) EXPECT_EQ(k["binding_resource"], profiled[0]["binding_resource"]);
   EXPECT_NE(r.read_output("roofline_kernels.csv").find("cublaslt.sweep lab_square_4096 bf16"), std::string::npos);
+  // Two inputs that both bring kernels: which to draw is ambiguous, and the error says so.
+  r.add_input("ncu_again", out.data);
+  try {
+    r.run(*make_roofline_node(), json::object());
+    FAIL() << "two kernel sources accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("inputs 'ncu' and 'ncu_again' both bring kernels"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
