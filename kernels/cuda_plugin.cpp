@@ -28,6 +28,7 @@ namespace {
 struct LoadedPlugin {
   CudaDeviceAvailableFn device_available = nullptr;
   MakeCudaBackendFn make_backend = nullptr;
+  ReplayGemmFn replay_gemm = nullptr;
   std::string error;  // why it could not be loaded; empty when loaded
 };
 
@@ -81,7 +82,8 @@ LoadedPlugin load() {
   auto abi = reinterpret_cast<CudaPluginAbiFn>(::dlsym(handle, kCudaPluginAbiSymbol));
   plugin.device_available = reinterpret_cast<CudaDeviceAvailableFn>(::dlsym(handle, kCudaDeviceAvailableSymbol));
   plugin.make_backend = reinterpret_cast<MakeCudaBackendFn>(::dlsym(handle, kMakeCudaBackendSymbol));
-  if (!abi || !plugin.device_available || !plugin.make_backend) {
+  plugin.replay_gemm = reinterpret_cast<ReplayGemmFn>(::dlsym(handle, kReplayGemmSymbol));
+  if (!abi || !plugin.device_available || !plugin.make_backend || !plugin.replay_gemm) {
     plugin.error = std::string(kCudaPluginFile) + " lacks the aispflow plugin entry points";
   } else if (abi() != kCudaPluginAbi) {
     plugin.error = std::string(kCudaPluginFile) + " is from another aispflow build (plugin ABI " +
@@ -90,6 +92,7 @@ LoadedPlugin load() {
   if (!plugin.error.empty()) {
     plugin.device_available = nullptr;
     plugin.make_backend = nullptr;
+    plugin.replay_gemm = nullptr;
   }
   // The handle stays open for the life of the process: backends made by it may live until exit.
   return plugin;
@@ -115,6 +118,18 @@ std::unique_ptr<Backend> make_cuda_backend_from_plugin() {
   std::string why;
   if (!cuda_backend_usable(&why)) throw std::invalid_argument("--backend cuda: no usable CUDA device (" + why + ")");
   return std::unique_ptr<Backend>(plugin().make_backend());
+}
+
+nlohmann::json replay_gemm_in_plugin(const nlohmann::json& request) {
+  std::string why;
+  if (!cuda_backend_usable(&why)) throw std::invalid_argument("replay needs the CUDA backend: " + why);
+  std::string result;
+  bool bad_input = false;
+  if (!plugin().replay_gemm(request.dump(), &result, &bad_input)) {
+    if (bad_input) throw std::invalid_argument(result);
+    throw std::runtime_error(result);
+  }
+  return nlohmann::json::parse(result);
 }
 
 }  // namespace aispflow::kernels

@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "kernels/common/backend.hpp"
 
 namespace aispflow::kernels {
@@ -20,5 +22,9 @@ bool cuda_backend_usable(std::string* why_not);
 
 // The CUDA backend from the plugin. Throws std::invalid_argument naming the reason when it cannot be made.
 std::unique_ptr<Backend> make_cuda_backend_from_plugin();
+
+// `aispflow replay`: kernels/cuda/replay.hpp's replay_gemm, run inside the plugin. Throws std::invalid_argument
+// when the plugin or a device is unusable or the request is at fault, std::runtime_error when the GPU work fails.
+nlohmann::json replay_gemm_in_plugin(const nlohmann::json& request);
 
 }  // namespace aispflow::kernels

@@ -18,4 +18,5 @@ std::unique_ptr<NodeType> make_compare_node();          // nodes/compare.cpp
 std::unique_ptr<NodeType> make_alltoall_node();         // nodes/alltoall.cpp
 std::unique_ptr<NodeType> make_alltoall_compare_node(); // nodes/alltoall_compare.cpp
 std::unique_ptr<NodeType> make_p2p_node();              // nodes/p2p.cpp
+std::unique_ptr<NodeType> make_ncu_node();              // nodes/ncu.cpp
 }  // namespace aispflow

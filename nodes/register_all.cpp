@@ -20,6 +20,7 @@ void register_builtin_nodes(Registry& registry) {
   registry.add(make_alltoall_node());
   registry.add(make_alltoall_compare_node());
   registry.add(make_p2p_node());
+  registry.add(make_ncu_node());
 }
 
 }  // namespace aispflow

@@ -287,7 +287,8 @@ class RooflineNode : public NodeType {
          "CSV kernel,intensity,achieved_tflops[,label]: kernels placed on the roofline (with ncu_throughput_csv)"},
         {"ncu_throughput_csv", ParamKind::path, json(), false,
          "Nsight Compute CSV of sm__throughput, tmem__throughput, l2__throughput, dram__throughput per kernel: "
-         "each kernels_csv kernel's binding resource is its most utilised one"},
+         "each kernels_csv kernel's binding resource is its most utilised one. Without these two params, an input "
+         "`ncu` node supplies both"},
         {"memory_ceilings", ParamKind::list, json::array(), false, "memory ceiling names to use (default: all)"},
         {"compute_ceilings", ParamKind::list, json::array(), false, "compute ceiling names to use (default: all)"},
         {"all_ceilings", ParamKind::boolean, false, false,
@@ -448,14 +449,32 @@ class RooflineNode : public NodeType {
     }
 
     // The study's dual-roofline input: kernels placed by their metadata, bound by their most utilised resource.
+    // From the params (files), or from an input `ncu` node's artifact (its roofline_inputs: the same two CSVs).
     std::vector<roofline::KernelBinding> kernels;
     std::vector<std::string> throughput_scales;
+    std::optional<std::pair<std::string, std::string>> kernel_texts;   // kernels_csv, ncu_throughput_csv
+    std::string rows_param, ncu_param;
     if (ctx.params.contains("kernels_csv") && ctx.params["kernels_csv"].is_string()) {
-      const std::string rows_param = ctx.params["kernels_csv"], ncu_param = ctx.params["ncu_throughput_csv"];
+      rows_param = ctx.params["kernels_csv"];
+      ncu_param = ctx.params["ncu_throughput_csv"];
+      kernel_texts.emplace(read_text(ctx.resolve(rows_param), "kernels_csv"),
+                           read_text(ctx.resolve(ncu_param), "ncu_throughput_csv"));
+    } else {
+      for (const auto& in : ctx.inputs) {
+        if (!in.artifact || !in.artifact->data().is_object() || !in.artifact->data().contains("roofline_inputs")) continue;
+        if (kernel_texts)
+          throw NodeError("inputs '" + rows_param.substr(0, rows_param.rfind("/kernels.csv")) + "' and '" + in.node +
+                          "' both bring kernels for the dual roofline (roofline_inputs); connect one of them");
+        const json& given = in.artifact->data()["roofline_inputs"];
+        rows_param = in.node + "/kernels.csv";
+        ncu_param = in.node + "/ncu_throughput.csv";
+        kernel_texts.emplace(given.value("kernels_csv", std::string()), given.value("ncu_throughput_csv", std::string()));
+      }
+    }
+    if (kernel_texts) {
       try {
-        const auto rows = roofline::read_kernel_rows(read_text(ctx.resolve(rows_param), "kernels_csv"), rows_param);
-        const auto throughput = roofline::read_throughput(read_text(ctx.resolve(ncu_param), "ncu_throughput_csv"),
-                                                          ncu_param, &throughput_scales);
+        const auto rows = roofline::read_kernel_rows(kernel_texts->first, rows_param);
+        const auto throughput = roofline::read_throughput(kernel_texts->second, ncu_param, &throughput_scales);
         kernels = roofline::bind_kernels(rows, throughput, rows_param);
       } catch (const NodeError&) {
         throw;

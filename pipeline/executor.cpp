@@ -18,6 +18,7 @@
 #include "pipeline/dispatcher.hpp"
 #include "pipeline/hash.hpp"
 #include "pipeline/measurement_lock.hpp"
+#include "pipeline/node_extras.hpp"
 
 namespace aispflow {
 
@@ -462,6 +463,15 @@ struct Executor::Run {
         return fail(std::string("cannot probe the machine: ") + e.what());
       }
     }
+    try {
+      const auto* facts_of = dynamic_cast<const EnvironmentFacts*>(&type);
+      if (json facts = facts_of ? facts_of->environment_facts(d.key_inputs.params) : json(); !facts.is_null()) {
+        if (!d.key_inputs.environment.is_object()) d.key_inputs.environment = json::object();
+        d.key_inputs.environment["node"] = std::move(facts);
+      }
+    } catch (const std::exception& e) {
+      return fail(e.what());
+    }
     d.key = cache_key(d.key_inputs);
     d.request_key = d.key;
 
@@ -657,6 +667,7 @@ struct Executor::Run {
     auto t0 = Clock::now();
     r.started_at = std::chrono::system_clock::now();
     bool ok = false;
+    std::optional<std::string> skipped_reason;   // run() threw NodeSkipped
     std::optional<MeasurementLock> measuring;   // held from before run() until it returns
     try {
       ctx.env = &ex.env_.get();
@@ -677,6 +688,8 @@ struct Executor::Run {
       // another node's task (which could wait for this very node's resources).
       output = oneapi::tbb::this_task_arena::isolate([&] { return type.run(ctx); });
       ok = true;
+    } catch (const NodeSkipped& e) {
+      skipped_reason = e.what();
     } catch (const std::exception& e) {
       r.error = e.what();
     } catch (...) {
@@ -687,6 +700,12 @@ struct Executor::Run {
     measuring.reset();
     lease.release();
 
+    if (skipped_reason) {   // skipped once it ran: nothing stored, the next run tries again
+      r.status = NodeStatus::skipped;
+      r.reason = *skipped_reason;
+      if (!out_dir.empty()) give_back_scratch(out_dir);
+      return;
+    }
     if (!ok) {
       r.status = NodeStatus::failed;
       keep_failed_output(i, out_dir);

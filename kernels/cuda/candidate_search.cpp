@@ -56,10 +56,18 @@ bool check_epilogue(SearchCandidate& c, GemmProblem& problem, cudaStream_t strea
   return true;
 }
 
+// Each launch of a graph takes the next operand copy, so a graph of short launches still reads cold operands.
+std::function<void(cudaStream_t)> rotating(const SearchCandidate& c, int copies) {
+  auto next = std::make_shared<int>(0);
+  return [launch = c.launch, copies, next](cudaStream_t s) { launch(s, (*next)++ % copies); };
+}
+
+}  // namespace
+
 // Poisons the output, runs once, compares every element with the reference, on the first and the last operand
 // copy, each against its own reference (the copies hold different data: a launch that reads the wrong copy
 // fails); then the epilogue on its own.
-void verify(SearchCandidate& c, GemmProblem& problem, cudaStream_t stream) {
+void verify_candidate(SearchCandidate& c, GemmProblem& problem, cudaStream_t stream) {
   try {
     for (int copy : {0, problem.copies() - 1}) {
       problem.poison_output(stream, copy);
@@ -83,14 +91,6 @@ void verify(SearchCandidate& c, GemmProblem& problem, cudaStream_t stream) {
     fail(c, e.what());
   }
 }
-
-// Each launch of a graph takes the next operand copy, so a graph of short launches still reads cold operands.
-std::function<void(cudaStream_t)> rotating(const SearchCandidate& c, int copies) {
-  auto next = std::make_shared<int>(0);
-  return [launch = c.launch, copies, next](cudaStream_t s) { launch(s, (*next)++ % copies); };
-}
-
-}  // namespace
 
 nlohmann::json SearchCandidate::to_json() const {
   nlohmann::json j = identity.is_object() ? identity : nlohmann::json::object();
@@ -130,7 +130,7 @@ std::optional<std::size_t> run_candidate_search(std::vector<SearchCandidate>& ca
                                                 Harness& harness, const TimingPolicy& timing,
                                                 const SearchOptions& options) {
   const cudaStream_t stream = harness.stream();
-  for (auto& c : candidates) verify(c, problem, stream);
+  for (auto& c : candidates) verify_candidate(c, problem, stream);
 
   std::vector<std::size_t> finalists;
   for (std::size_t i = 0; i < candidates.size(); ++i)

@@ -68,4 +68,18 @@ std::optional<std::size_t> run_candidate_search(std::vector<SearchCandidate>& ca
 // A short policy for screening: enough samples to rank candidates, little time each.
 TimingPolicy screening_policy(const TimingPolicy& full);
 
+// The search's correctness check on one candidate: output poisoned with NaN, one launch, every element compared
+// with the reference, on the first and the last operand copy. Sets status, verified, max_rel_err and reason.
+void verify_candidate(SearchCandidate& c, GemmProblem& problem, cudaStream_t stream);
+
+// A provider that can list, for a case, every candidate it could have recorded, bound to a problem: the same
+// candidates its search times. `aispflow replay` (kernels/cuda/replay.hpp) finds among them the kernel a record
+// names and launches exactly that one again, under a profiler.
+class CandidateSource {
+ public:
+  virtual ~CandidateSource() = default;
+  // The problem must outlive the candidates' launches. Throws CudaError when the GPU fails.
+  virtual std::vector<SearchCandidate> candidates_for(const GemmCase& c, const GemmProblem& problem) = 0;
+};
+
 }  // namespace aispflow::kernels::cuda

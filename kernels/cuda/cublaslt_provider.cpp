@@ -27,6 +27,52 @@ std::string join(const std::vector<std::string>& items) {
   return s;
 }
 
+// One search candidate per heuristic result, up to `count`, best first as the heuristic ranks them. The heuristic
+// does not always rank the same way when asked for 1 and for 32 algorithms; a longer list must contain `cublaslt`'s
+// own pick, so it is put first if the longer list lacks it (heuristic_rank 0: the algorithm `cublaslt` runs).
+std::vector<SearchCandidate> lt_candidates(GpuContext& ctx, const GemmProblem& problem, int count) {
+  const auto plan = std::make_shared<LtPlan>(ctx, problem);
+  // With an epilogue: the same algorithm without it, for the epilogue check (candidate_search.hpp).
+  std::shared_ptr<LtPlan> bare_plan;
+  std::optional<cublasLtMatmulAlgo_t> bare_top;
+  if (problem.epilogue() != Epilogue::none) {
+    bare_plan = std::make_shared<LtPlan>(ctx, problem, /*fuse_epilogue=*/false);
+    if (const auto top = bare_plan->candidates(1); !top.empty()) bare_top = top.front().algo;
+  }
+  auto heuristics = plan->candidates(count);
+  if (count > 1) {
+    const auto top = plan->candidates(1);
+    if (!top.empty()) {
+      auto same = [&](const cublasLtMatmulHeuristicResult_t& r) {
+        return std::memcmp(&r.algo, &top.front().algo, sizeof r.algo) == 0;
+      };
+      auto it = std::find_if(heuristics.begin(), heuristics.end(), same);
+      if (it != heuristics.end()) heuristics.erase(it);
+      heuristics.insert(heuristics.begin(), top.front());
+    }
+  }
+  std::vector<SearchCandidate> candidates(heuristics.size());
+  for (std::size_t i = 0; i < heuristics.size(); ++i) {
+    const nlohmann::json identity = lt_algo_identity(heuristics[i]);
+    candidates[i].identity = {{"heuristic_rank", int(i)}, {"algo", identity}};
+    candidates[i].kernel = lt_kernel_name(identity);
+    const cublasLtMatmulAlgo_t algo = heuristics[i].algo;
+    candidates[i].launch = [plan, algo](cudaStream_t s, int copy) { plan->run(algo, s, copy); };
+    if (!bare_plan) continue;
+    if (bare_plan->supports(algo)) {
+      candidates[i].bare = [bare_plan, algo](cudaStream_t s, int copy) { bare_plan->run(algo, s, copy); };
+    } else if (bare_top) {
+      // Rare: this algorithm exists only with the epilogue. A*B from the bare problem's heuristic top instead;
+      // both accumulate in fp32, and the check's bound covers two accumulation orders.
+      const cublasLtMatmulAlgo_t other = *bare_top;
+      candidates[i].bare = [bare_plan, other](cudaStream_t s, int copy) { bare_plan->run(other, s, copy); };
+      candidates[i].bare_note = "cuBLASLt refuses this algorithm without the epilogue; A*B from its heuristic top: " +
+                                lt_kernel_name(lt_algo_identity(bare_plan->candidates(1).front()));
+    }
+  }
+  return candidates;
+}
+
 }  // namespace
 
 CublasLtProvider::CublasLtProvider(std::function<GpuContext&()> context, bool sweep)
@@ -112,56 +158,11 @@ std::vector<GemmRecord> CublasLtProvider::run(const GemmCase& gemm, const Timing
     if (spec.ab == Elem::e4m3)
       rec.extra["scales"] = {{"a", problem.scale_a()}, {"b", problem.scale_b()}, {"output", "bf16, unscaled"}};
 
-    const auto plan_ptr = std::make_shared<LtPlan>(ctx, problem);
-    const LtPlan& plan = *plan_ptr;
-    // With an epilogue: the same algorithm without it, for the epilogue check (candidate_search.hpp).
-    std::shared_ptr<LtPlan> bare_plan;
-    std::optional<cublasLtMatmulAlgo_t> bare_top;
-    if (problem.epilogue() != Epilogue::none) {
-      bare_plan = std::make_shared<LtPlan>(ctx, problem, /*fuse_epilogue=*/false);
-      if (const auto top = bare_plan->candidates(1); !top.empty()) bare_top = top.front().algo;
-    }
-    auto heuristics = plan.candidates(sweep_ ? kSweepCandidates : 1);
-    if (sweep_) {
-      // The heuristic does not always rank the same way when asked for 1 and for 32 algorithms; the
-      // sweep must contain `cublaslt`'s own pick, so put it first if the longer list lacks it.
-      const auto top = plan.candidates(1);
-      if (!top.empty()) {
-        auto same = [&](const cublasLtMatmulHeuristicResult_t& r) {
-          return std::memcmp(&r.algo, &top.front().algo, sizeof r.algo) == 0;
-        };
-        auto it = std::find_if(heuristics.begin(), heuristics.end(), same);
-        if (it != heuristics.end()) heuristics.erase(it);
-        heuristics.insert(heuristics.begin(), top.front());
-      }
-    }
-    if (heuristics.empty()) {
+    auto candidates = lt_candidates(ctx, problem, sweep_ ? kSweepCandidates : 1);
+    if (candidates.empty()) {
       rec.status = "skipped";
       rec.reason = "cuBLASLt's heuristic returned no algorithm for this problem on " + system_info().devices[std::size_t(ctx.device())].name;
       return {rec};
-    }
-    // One search candidate per heuristic result: the shared search verifies each (first and last operand copy),
-    // screens, and times the finalists interleaved (kernels/cuda/candidate_search.hpp).
-    std::vector<SearchCandidate> candidates(heuristics.size());
-    for (std::size_t i = 0; i < heuristics.size(); ++i) {
-      const nlohmann::json identity = lt_algo_identity(heuristics[i]);
-      // heuristic_rank 0 is the heuristic's top choice: the algorithm `cublaslt` runs.
-      candidates[i].identity = {{"heuristic_rank", int(i)}, {"algo", identity}};
-      candidates[i].kernel = lt_kernel_name(identity);
-      const cublasLtMatmulAlgo_t algo = heuristics[i].algo;
-      candidates[i].launch = [plan_ptr, algo](cudaStream_t s, int copy) { plan_ptr->run(algo, s, copy); };
-      if (bare_plan) {
-        if (bare_plan->supports(algo)) {
-          candidates[i].bare = [bare_plan, algo](cudaStream_t s, int copy) { bare_plan->run(algo, s, copy); };
-        } else if (bare_top) {
-          // Rare: this algorithm exists only with the epilogue. A*B from the bare problem's heuristic top instead;
-          // both accumulate in fp32, and the check's bound covers two accumulation orders.
-          const cublasLtMatmulAlgo_t other = *bare_top;
-          candidates[i].bare = [bare_plan, other](cudaStream_t s, int copy) { bare_plan->run(other, s, copy); };
-          candidates[i].bare_note = "cuBLASLt refuses this algorithm without the epilogue; A*B from its heuristic top: " +
-                                    lt_kernel_name(lt_algo_identity(bare_plan->candidates(1).front()));
-        }
-      }
     }
     SearchOptions options;
     options.finalists = sweep_ ? kSweepFinalists : 1;
@@ -210,6 +211,11 @@ std::vector<GemmRecord> CublasLtProvider::run(const GemmCase& gemm, const Timing
     rec.reason = e.what();
   }
   return {rec};
+}
+
+std::vector<SearchCandidate> CublasLtProvider::candidates_for(const GemmCase& /*c*/, const GemmProblem& problem) {
+  // Both providers' picks: the heuristic's top one (cublaslt) and its longer list (cublaslt.sweep).
+  return lt_candidates(context_(), problem, kSweepCandidates);
 }
 
 std::optional<Ceiling> measure_gemm_ceiling(const std::function<GpuContext&()>& context, const std::string& dtype,

@@ -12,11 +12,12 @@
 #include <string>
 
 #include "kernels/common/backend.hpp"
+#include "kernels/cuda/candidate_search.hpp"
 #include "kernels/cuda/context.hpp"
 
 namespace aispflow::kernels::cuda {
 
-class CublasLtProvider : public GemmProvider {
+class CublasLtProvider : public GemmProvider, public CandidateSource {
  public:
   static constexpr int kSweepCandidates = 32;
   static constexpr int kSweepFinalists = 3;
@@ -27,6 +28,8 @@ class CublasLtProvider : public GemmProvider {
   Requirements requirements() const override;
   std::optional<std::string> unsupported(const GemmCase& c) const override;
   std::vector<GemmRecord> run(const GemmCase& c, const TimingPolicy& timing) override;
+  // The heuristic's top algorithm and its 32-long list: every kernel either provider may have recorded.
+  std::vector<SearchCandidate> candidates_for(const GemmCase& c, const GemmProblem& problem) override;
 
  private:
   std::function<GpuContext&()> context_;

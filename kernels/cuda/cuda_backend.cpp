@@ -106,20 +106,7 @@ class CudaBackend final : public Backend {
   GemmProvider* provider(const std::string& name) override {
     std::lock_guard lock(mutex_);
     if (auto it = providers_.find(name); it != providers_.end()) return it->second.get();
-    std::unique_ptr<GemmProvider> p;
-    if (name == "cublaslt" || name == "cublaslt.sweep")
-      p = std::make_unique<cuda::CublasLtProvider>([this]() -> GpuContext& { return context(0); },
-                                                   name == "cublaslt.sweep");
-    else if (name == "cutlass" || name == "cutlass.select")
-      p = std::make_unique<cuda::CutlassProvider>([this]() -> GpuContext& { return context(0); },
-                                                  name == "cutlass.select");
-    else if (const auto& g = cuda::grouped_provider_names(); std::find(g.begin(), g.end(), name) != g.end())
-      p = cuda::make_grouped_provider(cuda::GroupedMethod(std::find(g.begin(), g.end(), name) - g.begin()),
-                                      [this]() -> GpuContext& { return context(0); });
-    else if (auto ours = cuda::make_ours_provider(name, [this]() -> GpuContext& { return context(0); }))
-      p = std::move(ours);
-    else
-      p = make_cpu_provider(name);
+    std::unique_ptr<GemmProvider> p = make_cuda_gemm_provider(name, [this]() -> GpuContext& { return context(0); });
     if (!p) return nullptr;
     return (providers_[name] = std::move(p)).get();
   }
@@ -218,6 +205,18 @@ class CudaBackend final : public Backend {
 };
 
 }  // namespace
+
+std::unique_ptr<GemmProvider> make_cuda_gemm_provider(const std::string& name,
+                                                      std::function<cuda::GpuContext&()> context) {
+  if (name == "cublaslt" || name == "cublaslt.sweep")
+    return std::make_unique<cuda::CublasLtProvider>(context, name == "cublaslt.sweep");
+  if (name == "cutlass" || name == "cutlass.select")
+    return std::make_unique<cuda::CutlassProvider>(context, name == "cutlass.select");
+  if (const auto& g = cuda::grouped_provider_names(); std::find(g.begin(), g.end(), name) != g.end())
+    return cuda::make_grouped_provider(cuda::GroupedMethod(std::find(g.begin(), g.end(), name) - g.begin()), context);
+  if (auto ours = cuda::make_ours_provider(name, context)) return ours;
+  return make_cpu_provider(name);
+}
 
 bool cuda_device_available(std::string* why_not) {
   const auto& sys = cuda::system_info();

@@ -10,6 +10,7 @@
 
 #include "pipeline/build_id.hpp"
 #include "pipeline/cli/commands.hpp"
+#include "pipeline/cli/replay_command.hpp"
 #include "pipeline/errors.hpp"
 
 namespace {
@@ -140,6 +141,15 @@ int run_cli(int argc, char** argv) {
   report->add_flag("--all", report_args.all, "comparison: print every record, also those within tolerance");
   report->footer("Exit codes: 0 report written (comparison: no regression); 2 bad input (no run, unknown metric, "
                  "no record pairs); 3 comparison found a regression.");
+  // Hidden (no group): run by the `ncu` node under Nsight Compute, not by people (pipeline/cli/replay_command.hpp).
+  cli::ReplayArgs replay_args;
+  auto* replay = app.add_subcommand("replay", "relaunch one verified GEMM record's kernel once, for a profiler");
+  replay->group("");
+  replay->add_option("--record", replay_args.record_file, "JSON file of records")->required()->type_name("FILE");
+  replay->add_option("--index", replay_args.index, "which record")->required()->check(CLI::NonNegativeNumber);
+  replay->add_option("--kernel", replay_args.kernel, "another candidate's kernel (default: the record's)");
+  replay->add_option("--warmup", replay_args.warmup, "launches before the profiled one")->check(CLI::NonNegativeNumber);
+  replay->add_option("--out", replay_args.out, "write the result JSON here (default: stdout)")->type_name("FILE");
 
   try {
     app.parse(argc, argv);
@@ -157,6 +167,7 @@ int run_cli(int argc, char** argv) {
   if (*hw) return cli::hw_command(hw_backend, hw_json);
   if (*run_node) return cli::run_node_command(node_request, node_cache, node_backend);
   if (*report) return cli::report_command(report_args);
+  if (*replay) return cli::replay_command(replay_args);
   return kExitBadInput;
 }
 

@@ -21,6 +21,7 @@
 #include "pipeline/dag.hpp"
 #include "pipeline/executor.hpp"
 #include "pipeline/report.hpp"
+#include "pipeline/node_extras.hpp"
 #include "pipeline/workflow.hpp"
 
 namespace aispflow {
@@ -228,6 +229,34 @@ class ParallelNode : public NodeType {
   }
 };
 
+// Runs an external tool: its version is a fact outside the params (environment_facts, part of the key), and it
+// can find out only once it runs that the tool refuses (NodeSkipped).
+struct ToolState {
+  std::string version = "1.0";
+  bool refuses = false;
+};
+ToolState& tool() {
+  static ToolState t;
+  return t;
+}
+class ToolNode : public NodeType, public EnvironmentFacts {
+ public:
+  std::string name() const override { return "tool"; }
+  std::string doc() const override { return "runs a tool"; }
+  std::vector<ParamSpec> params() const override { return {{"value", ParamKind::any, 0, false, ""}}; }
+  json environment_facts(const json&) const override { return {{"tool_version", tool().version}}; }
+  NodeOutput run(NodeContext& ctx) const override {
+    if (tool().refuses) throw NodeSkipped("the tool refused: ERR_NOPERM");
+    {
+      std::lock_guard lock(seen().mutex);
+      ++seen().run_count[ctx.node_name];
+    }
+    NodeOutput out;
+    out.data = {{"value", ctx.params["value"]}};
+    return out;
+  }
+};
+
 const Registry& registry() {
   static const Registry* r = [] {
     auto* reg = new Registry;
@@ -239,6 +268,7 @@ const Registry& registry() {
     reg->add(std::make_unique<CheckNode>());
     reg->add(std::make_unique<FilesNode>());
     reg->add(std::make_unique<ParallelNode>());
+    reg->add(std::make_unique<ToolNode>());
     return reg;
   }();
   return *r;
@@ -746,6 +776,40 @@ TEST_F(ExecutorTest, InMemoryModeRunsWithoutCacheOrDirectories) {
   EXPECT_EQ(s.exit_code, 0);
   EXPECT_EQ(node(s, "b").status, NodeStatus::ran);
   EXPECT_FALSE(node(s, "b").digest.empty());
+}
+
+TEST_F(ExecutorTest, NodeSkippedWhileRunningIsSkippedWithItsReasonAndNotCached) {
+  load(R"(nodes:
+  t: {type: tool, params: {value: 1}}
+  child: {type: sleep, inputs: [t], params: {value: 2}}
+)");
+  tool() = ToolState{"1.0", true};
+  RunSummary s = run();
+  EXPECT_EQ(s.exit_code, kExitOk);   // a skip is not a failure
+  EXPECT_EQ(node(s, "t").status, NodeStatus::skipped);
+  EXPECT_EQ(node(s, "t").reason, "the tool refused: ERR_NOPERM");
+  EXPECT_EQ(node(s, "child").status, NodeStatus::skipped);
+  EXPECT_EQ(node(s, "child").reason, "upstream t skipped");
+  // Nothing was stored: once the tool agrees, the node runs.
+  tool().refuses = false;
+  RunSummary again = run();
+  EXPECT_EQ(node(again, "t").status, NodeStatus::ran);
+  EXPECT_EQ(node(again, "t").reason, "no cache entry");
+  EXPECT_EQ(node(again, "child").status, NodeStatus::ran);
+}
+
+TEST_F(ExecutorTest, EnvironmentFactsOfANodeAreInItsKeyAndNamedWhenTheyChange) {
+  load(R"(nodes:
+  t: {type: tool, params: {value: 1}}
+)");
+  tool() = ToolState{"1.0", false};
+  ASSERT_EQ(node(run(), "t").status, NodeStatus::ran);
+  EXPECT_EQ(node(run(), "t").status, NodeStatus::cached);
+  tool().version = "2.0";
+  RunSummary s = run();
+  EXPECT_EQ(node(s, "t").status, NodeStatus::ran);
+  EXPECT_EQ(node(s, "t").reason, "environment changed: node.tool_version 1.0 → 2.0");
+  tool() = ToolState{};
 }
 
 TEST(ExitCode, InterruptedBeatsFailedBeatsExpectations) {

@@ -16,6 +16,17 @@ namespace {
 
 std::string config_name(const OurKernel& k) { return k.config().value("name", std::string("?")); }
 
+SearchCandidate candidate(const OurKernel& k, const GemmCase& c, const GemmProblem& problem) {
+  SearchCandidate sc;
+  sc.kernel = k.identity(c);
+  sc.identity = {{"config", k.config()}};
+  sc.launch = k.bind(problem);
+  // With an epilogue, the same kernel without it: the epilogue's own check needs it (candidate_search.hpp).
+  if (problem.epilogue() != Epilogue::none) sc.bare = k.bind(problem, Epilogue::none);
+  sc.extra_tolerance = k.extra_rounding();
+  return sc;
+}
+
 std::string gib(double bytes) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.2f GiB", bytes / double(1ull << 30));
@@ -132,16 +143,8 @@ std::vector<GemmRecord> OursProvider::run(const GemmCase& c, const TimingPolicy&
       rec.extra["scales"] = {{"a", problem.scale_a()}, {"b", problem.scale_b()}, {"output", "bf16, unscaled"}};
 
     std::vector<SearchCandidate> candidates;
-    for (const OurKernel* k : chosen(c)) {
-      if (k->unsupported(c)) continue;
-      SearchCandidate sc;
-      sc.kernel = k->identity(c);
-      sc.identity = {{"config", k->config()}};
-      sc.launch = k->bind(problem);
-      if (problem.epilogue() != Epilogue::none) sc.bare = k->bind(problem, Epilogue::none);
-      sc.extra_tolerance = k->extra_rounding();
-      candidates.push_back(std::move(sc));
-    }
+    for (const OurKernel* k : chosen(c))
+      if (!k->unsupported(c)) candidates.push_back(candidate(*k, c, problem));
     const bool autotune = c.options.value("autotune", false);
     const auto winner = run_candidate_search(candidates, problem, ctx.harness(), timing);
     if (autotune) {
@@ -178,6 +181,13 @@ std::vector<GemmRecord> OursProvider::run(const GemmCase& c, const TimingPolicy&
     rec.reason = e.what();
   }
   return {rec};
+}
+
+std::vector<SearchCandidate> OursProvider::candidates_for(const GemmCase& c, const GemmProblem& problem) {
+  std::vector<SearchCandidate> out;
+  for (const auto& k : kernels_)
+    if (!k->unsupported(c)) out.push_back(candidate(*k, c, problem));
+  return out;
 }
 
 std::unique_ptr<GemmProvider> make_ours_provider(const std::string& name, std::function<GpuContext&()> context) {

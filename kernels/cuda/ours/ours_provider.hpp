@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/common/backend.hpp"
+#include "kernels/cuda/candidate_search.hpp"
 #include "kernels/cuda/context.hpp"
 #include "kernels/cuda/ours/our_kernel.hpp"
 
@@ -19,7 +20,7 @@ using KernelList = std::vector<std::unique_ptr<OurKernel>>;
 // Index of the configuration a family runs for a case when neither `config` nor `autotune` says otherwise.
 using ConfigPicker = std::function<std::size_t(const KernelList&, const GemmCase&)>;
 
-class OursProvider final : public GemmProvider {
+class OursProvider final : public GemmProvider, public CandidateSource {
  public:
   OursProvider(std::string name, std::function<GpuContext&()> context, KernelList kernels, ConfigPicker pick,
                bool can_autotune);
@@ -28,6 +29,8 @@ class OursProvider final : public GemmProvider {
   std::string check_options(const json& options) const override;
   std::optional<std::string> unsupported(const GemmCase& c) const override;
   std::vector<GemmRecord> run(const GemmCase& c, const TimingPolicy& timing) override;
+  // Every configuration that can run `c`, whatever `config` or `autotune` chose when the record was made.
+  std::vector<SearchCandidate> candidates_for(const GemmCase& c, const GemmProblem& problem) override;
 
  private:
   // The configurations a case runs: the named one, every capable one (autotune), or the picked one.
