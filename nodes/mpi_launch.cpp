@@ -1,36 +1,16 @@
 #include "nodes/mpi_launch.hpp"
 
-#include <fcntl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
-#include <cstdlib>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "pipeline/child_process.hpp"
 
 namespace aispflow {
 
-namespace {
-std::optional<std::filesystem::path> find_on_path(const char* program) {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "/usr/bin:/bin");
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    if (dir.empty()) continue;
-    const std::filesystem::path p = std::filesystem::path(dir) / program;
-    if (::access(p.c_str(), X_OK) == 0) return p;
-  }
-  return std::nullopt;
-}
-}  // namespace
-
-std::optional<std::filesystem::path> find_mpirun() { return find_on_path("mpirun"); }
-std::optional<std::filesystem::path> find_srun() { return find_on_path("srun"); }
+std::optional<std::filesystem::path> find_mpirun() { return find_program("mpirun"); }
+std::optional<std::filesystem::path> find_srun() { return find_program("srun"); }
 
 std::vector<std::string> srun_command(const std::filesystem::path& srun, const MpiLaunch& launch) {
   // PMIx: Open MPI's ranks wire up through Slurm's PMIx server, no mpirun daemon in between. The environment
@@ -63,49 +43,19 @@ std::vector<std::string> mpirun_command(const std::filesystem::path& mpirun, con
 
 MpiRunResult run_mpirun(const std::filesystem::path& mpirun, const MpiLaunch& launch,
                         const std::filesystem::path& log_file, const std::atomic<bool>* cancel) {
-  MpiRunResult result;
-  const int log_fd = ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (log_fd < 0) {
-    result.output = "cannot write " + log_file.string() + ": " + std::strerror(errno);
-    return result;
-  }
   // The child-process facility ends mpirun, its ranks and daemons with the node, and with aispflow itself should
   // it die: mpirun runs in a process group of its own under a keeper that kills whatever is left.
   ChildSpec spec;
   // `mpirun` is srun's path when the launch goes through Slurm (srun kills its tasks with itself as well).
   spec.argv = launch.srun ? srun_command(mpirun, launch) : mpirun_command(mpirun, launch);
   spec.env = environment_with(launch.env);
-  spec.stdout_fd = spec.stderr_fd = log_fd;
   spec.stop_grace = std::chrono::milliseconds(500);   // mpirun passes SIGTERM on to its ranks at once
-  std::optional<ChildProcess> child;
-  try {
-    child.emplace(spec);
-  } catch (const std::exception& e) {
-    result.output = e.what();
-  }
-  ::close(log_fd);
-  if (!child) return result;
-
-  const auto start = std::chrono::steady_clock::now();
-  while (!child->wait_for(std::chrono::milliseconds(20))) {
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const bool cancelled = cancel && cancel->load();
-    if (elapsed > launch.timeout_s || cancelled) {
-      result.timed_out = !cancelled;
-      result.cancelled = cancelled;
-      child->stop();
-      while (!child->wait_for(std::chrono::milliseconds(100))) {
-      }
-      break;
-    }
-  }
-  const int status = child->status();
-  if (WIFEXITED(status)) result.exit_status = WEXITSTATUS(status);
-  else if (WIFSIGNALED(status)) result.exit_status = 128 + WTERMSIG(status);
-  std::ifstream in(log_file);
-  std::stringstream text;
-  text << in.rdbuf();
-  result.output = text.str();
+  const LoggedRun run = run_logged(spec, log_file, launch.timeout_s, cancel);
+  MpiRunResult result;
+  result.timed_out = run.timed_out;
+  result.cancelled = run.cancelled;
+  result.exit_status = run.exit_status;
+  result.output = run.output;
   return result;
 }
 

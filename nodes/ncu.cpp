@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include "kernels/common/gemm.hpp"
-#include "nodes/child_process.hpp"
 #include "nodes/inputs.hpp"
 #include "nodes/ncu_csv.hpp"
 #include "nodes/ncu_profile.hpp"
@@ -26,6 +25,7 @@
 #include "nodes/param_utils.hpp"
 #include "nodes/record_match.hpp"
 #include "nodes/roofline_kernels.hpp"
+#include "pipeline/child_process.hpp"
 #include "pipeline/node_extras.hpp"
 
 namespace aispflow {
@@ -49,6 +49,15 @@ std::optional<fs::path> find_ncu(const json& params) {
   return std::nullopt;
 }
 
+// Nsight Compute runs under the child-process facility: a timeout, Ctrl-C or aispflow's death ends it together with
+// the `aispflow replay` it started.
+ChildSpec spec_of(std::vector<std::string> argv) {
+  ChildSpec spec;
+  spec.argv = std::move(argv);
+  spec.stop_grace = std::chrono::milliseconds(500);
+  return spec;
+}
+
 std::string scratch_file(const std::string& what) {
   static std::atomic<int> counter{0};
   return (fs::temp_directory_path() / ("aispflow-" + what + "-" + std::to_string(::getpid()) + "-" +
@@ -63,7 +72,7 @@ std::string ncu_version(const fs::path& ncu) {
   std::lock_guard lock(mutex);
   if (auto it = known.find(ncu.string()); it != known.end()) return it->second;
   const std::string log = scratch_file("ncu-version");
-  const ChildResult r = run_child({ncu.string(), "--version"}, log, 60);
+  const LoggedRun r = run_logged(spec_of({ncu.string(), "--version"}), log, 60);
   std::error_code ec;
   fs::remove(log, ec);
   std::string v = ncu::parse_version(r.output).value_or("unknown (" + ncu.string() + " --version printed no version)");
@@ -277,7 +286,7 @@ class NcuNode : public NodeType, public EnvironmentFacts {
     std::vector<std::string> metrics;
     json unavailable = json::array();
     const fs::path query_log = ctx.out_dir / "ncu_query_metrics.log";
-    const ChildResult query = run_child({ncu_path->string(), "--query-metrics"}, query_log, 120, ctx.cancel);
+    const LoggedRun query = run_logged(spec_of({ncu_path->string(), "--query-metrics"}), query_log, 120, ctx.cancel);
     std::error_code ec;
     fs::remove(query_log, ec);
     if (auto why = ncu::profiling_refused(query.output)) throw NodeSkipped(*why);
@@ -326,7 +335,7 @@ class NcuNode : public NodeType, public EnvironmentFacts {
         }
       }
       ctx.info("ncu " + std::to_string(i + 1) + "/" + std::to_string(targets.size()) + ": " + targets[i].label);
-      const ChildResult r = run_child(argv, ctx.out_dir / ("ncu_" + n + ".log"), timeout_s, ctx.cancel);
+      const LoggedRun r = run_logged(spec_of(argv), ctx.out_dir / ("ncu_" + n + ".log"), timeout_s, ctx.cancel);
       const std::string table = read_file(o.log_file);
       if (auto why = ncu::profiling_refused(r.output + table)) throw NodeSkipped(*why);
       if (r.cancelled) throw NodeError("cancelled");

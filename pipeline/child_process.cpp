@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,7 +13,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <mutex>
+#include <sstream>
 #include <stdexcept>
 
 extern char** environ;
@@ -258,6 +261,66 @@ std::optional<std::string> output_of(const std::vector<std::string>& argv, std::
     return std::nullopt;
   }
   return text;
+}
+
+LoggedRun run_logged(ChildSpec spec, const std::filesystem::path& log_file, double timeout_s,
+                     const std::atomic<bool>* cancel) {
+  LoggedRun result;
+  const int log_fd = ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (log_fd < 0) {
+    result.output = "cannot write " + log_file.string() + ": " + std::strerror(errno);
+    return result;
+  }
+  spec.stdout_fd = spec.stderr_fd = log_fd;
+  std::optional<ChildProcess> child;
+  try {
+    child.emplace(spec);
+  } catch (const std::exception& e) {
+    result.output = e.what();
+  }
+  ::close(log_fd);
+  if (!child) return result;
+  result.started = true;
+  const auto start = Clock::now();
+  while (!child->wait_for(std::chrono::milliseconds(20))) {
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    const bool cancelled = cancel && cancel->load();
+    if (elapsed > timeout_s || cancelled) {
+      result.timed_out = !cancelled;
+      result.cancelled = cancelled;
+      child->stop();
+      while (!child->wait_for(std::chrono::milliseconds(100))) {
+      }
+      break;
+    }
+  }
+  const int status = child->status();
+  if (WIFEXITED(status)) result.exit_status = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status)) result.exit_status = 128 + WTERMSIG(status);
+  std::ifstream in(log_file, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  result.output = text.str();
+  return result;
+}
+
+std::optional<std::filesystem::path> find_program(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  auto runnable = [](const std::filesystem::path& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+  };
+  if (name.find('/') != std::string::npos) {
+    if (runnable(name)) return std::filesystem::path(name);
+    return std::nullopt;
+  }
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/bin:/bin");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    const std::filesystem::path p = std::filesystem::path(dir.empty() ? "." : dir) / name;
+    if (runnable(p)) return p;
+  }
+  return std::nullopt;
 }
 
 }  // namespace aispflow

@@ -16,6 +16,7 @@
 // started is gone, even when this process dies first.
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -84,6 +85,23 @@ std::vector<std::string> environment_with(const std::map<std::string, std::strin
 // could not start, failed, or ran past `timeout` (then it is stopped).
 std::optional<std::string> output_of(const std::vector<std::string>& argv,
                                      std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+// A program run to its end with its stdout and stderr in a log file (mpirun, srun, Nsight Compute): stopped
+// after `timeout_s` or once `*cancel` is set. Never throws for a program that fails or cannot start.
+struct LoggedRun {
+  bool started = false;     // false: no child could be started (output says why)
+  bool timed_out = false;
+  bool cancelled = false;
+  int exit_status = -1;     // exit code, or 128+signal (127: the program could not be executed)
+  std::string output;       // the log file's text
+};
+// spec's stdout and stderr go to `log_file` (created or truncated); its other fields are used as they are.
+LoggedRun run_logged(ChildSpec spec, const std::filesystem::path& log_file, double timeout_s,
+                     const std::atomic<bool>* cancel = nullptr);
+
+// `name` when it holds a '/' and is executable, else the first executable regular file `name` in a directory of
+// $PATH; nullopt when there is none.
+std::optional<std::filesystem::path> find_program(const std::string& name);
 
 // The keeper program: $AISPFLOW_KEEPER, else aispflow-keeper beside this executable, else where the build put it.
 std::filesystem::path keeper_program();

@@ -1,5 +1,7 @@
 #include "pipeline/slurm/process.hpp"
 
+#include "pipeline/child_process.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
@@ -16,21 +18,8 @@ extern char** environ;
 namespace aispflow::slurm {
 
 std::string find_in_path(const std::string& program) {
-  if (program.find('/') != std::string::npos) return ::access(program.c_str(), X_OK) == 0 ? program : "";
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/bin:/bin";
-  std::size_t start = 0;
-  while (start <= dirs.size()) {
-    std::size_t end = dirs.find(':', start);
-    if (end == std::string::npos) end = dirs.size();
-    std::string candidate = dirs.substr(start, end - start);
-    candidate = (candidate.empty() ? "." : candidate) + "/" + program;
-    struct stat st {};
-    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0)
-      return candidate;
-    start = end + 1;
-  }
-  return "";
+  const auto p = find_program(program);
+  return p ? p->string() : std::string();
 }
 
 ProcessResult run_process(const std::vector<std::string>& argv) {

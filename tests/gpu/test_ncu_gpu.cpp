@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/cuda_plugin.hpp"
-#include "nodes/child_process.hpp"
+#include "pipeline/child_process.hpp"
 #include "nodes/ncu_profile.hpp"
 #include "support/text_files.hpp"
 
