@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "kernels/common/alltoall_traffic.hpp"
+#include "nodes/alltoall_link_bound.hpp"
 #include "nodes/heatmap_plot.hpp"
 #include "nodes/inputs.hpp"
 #include "nodes/model_presets.hpp"
@@ -121,11 +122,31 @@ json plan_of(const json& params, int ranks) {
     }
   }
   return {{"warmup", positive_int(params, "warmup", 5)}, {"iterations", positive_int(params, "iterations", 30)},
-          {"points", points}};
+          {"window_exchanges", positive_int(params, "window_exchanges", 20)}, {"windows", positive_int(params, "windows", 3)},
+          {"local_copy", params.value("local_copy", false)}, {"points", points}};
+}
+
+// The back-to-back measure of a point (nccl-tests' method): `window_exchanges` exchanges per timed window, the
+// median window's time per exchange, and algbw/busbw over it. Absent from results of older rank programs.
+void add_back_to_back(json& r, const json& measured, int ranks, double bytes_per_rank) {
+  using namespace comm;
+  if (!measured.contains("window_s") || measured["window_s"].empty()) return;
+  const int n = measured.value("window_exchanges", 1);
+  std::vector<double> per_exchange_ms;
+  for (double s : measured["window_s"]) per_exchange_ms.push_back(s * 1e3 / n);
+  const double t = percentile(per_exchange_ms, 0.5);
+  r["b2b_exchanges"] = n;
+  r["b2b_windows"] = per_exchange_ms.size();
+  r["b2b_time_ms"] = t;
+  r["b2b_min_time_ms"] = *std::min_element(per_exchange_ms.begin(), per_exchange_ms.end());
+  const double algbw = t > 0 ? bytes_per_rank / (t * 1e-3) / 1e9 : 0;
+  r["b2b_algbw_gbps"] = algbw;
+  r["b2b_busbw_gbps"] = busbw_from_algbw(algbw, ranks);
 }
 
 // Statistics and verdict of one point measured by `ranks` ranks.
-json point_record(const json& measured, int ranks, const std::string& transport, const Thresholds& th) {
+json point_record(const json& measured, int ranks, const std::string& transport, const Thresholds& th,
+                  const PairBandwidth& pair_bw) {
   using namespace comm;
   json r = {{"transport", transport}, {"ranks", ranks}};
   for (const char* k : {"dtype", "size_bytes", "size_label", "skew", "elements", "wrong"}) r[k] = measured.at(k);
@@ -160,6 +181,8 @@ json point_record(const json& measured, int ranks, const std::string& transport,
   r["algbw_gbps"] = algbw;
   r["busbw_gbps"] = busbw_from_algbw(algbw, ranks);
   r["hot_rank_recv_gbps"] = p50 > 0 ? r["hot_rank_recv_bytes"].get<double>() / (p50 * 1e-3) / 1e9 : 0;
+  add_back_to_back(r, measured, ranks, bytes_per_rank);
+  add_link_bound(r, pair_bw, ranks, width);
   r["status"] = "ok";
   std::vector<std::string> why;
   if (th.max_p99_ms && p99 > *th.max_p99_ms) why.push_back("p99 " + std::to_string(p99) + " ms > max_p99_ms");
@@ -177,7 +200,9 @@ std::string cell(const json& r, const char* k) {
   return r[k].is_string() ? r[k].get<std::string>() : r[k].dump();
 }
 const std::vector<const char*> kColumns = {"transport", "ranks", "dtype", "size_bytes", "skew", "p50_ms", "p99_ms",
-                                           "mean_ms", "min_ms", "max_ms", "algbw_gbps", "busbw_gbps", "bytes_moved",
+                                           "mean_ms", "min_ms", "max_ms", "algbw_gbps", "busbw_gbps", "b2b_time_ms",
+                                           "b2b_algbw_gbps", "b2b_busbw_gbps", "link_bound_ms", "link_bound_efficiency",
+                                           "b2b_link_bound_efficiency", "bytes_moved",
                                            "hot_rank_recv_bytes", "split_gini", "split_max_over_mean", "wrong",
                                            "status", "result"};
 
@@ -224,7 +249,11 @@ json heatmap_data(const json& points, const std::string& transport, int ranks) {
       if (std::find(skews.begin(), skews.end(), p["skew"].get<double>()) == skews.end()) skews.push_back(p["skew"]);
     }
     std::sort(sizes.begin(), sizes.end());
-    for (const auto& [metric, unit, higher] : {std::tuple{"p99_ms", "ms", false}, std::tuple{"busbw_gbps", "GB/s", true}}) {
+    // Per-exchange p99 and busbw (over p50), and the back-to-back busbw (nccl-tests' measure).
+    for (const auto& [metric, unit, higher, file, what] :
+         {std::tuple{"p99_ms", "ms", false, "p99", "all-to-all p99 latency"},
+          std::tuple{"busbw_gbps", "GB/s", true, "busbw", "all-to-all bus bandwidth per exchange (p50)"},
+          std::tuple{"b2b_busbw_gbps", "GB/s", true, "b2b_busbw", "all-to-all bus bandwidth back to back"}}) {
       json values = json::array(), notes = json::array(), x_ticks = json::array(), y_ticks = json::array();
       for (auto b : sizes) x_ticks.push_back(size_label(b));
       for (double a : skews) {
@@ -245,8 +274,12 @@ json heatmap_data(const json& points, const std::string& transport, int ranks) {
         values.push_back(row);
         notes.push_back(note_row);
       }
-      out.push_back({{"file", std::string("alltoall_") + (higher ? "busbw" : "p99") + "_" + dtype + ".svg"},
-                     {"title", std::string(higher ? "all-to-all bus bandwidth" : "all-to-all p99 latency") + " — " +
+      bool any = false;
+      for (const auto& row : values)
+        for (const auto& v : row) any = any || !v.is_null();
+      if (!any && std::string(metric) == "b2b_busbw_gbps") continue;   // results without the back-to-back measure
+      out.push_back({{"file", std::string("alltoall_") + file + "_" + dtype + ".svg"},
+                     {"title", std::string(what) + " — " +
                                    transport + ", " + std::to_string(ranks) + " ranks, " + dtype},
                      {"x_label", "message size per rank"}, {"y_label", "Zipf skew (alpha)"},
                      {"x_ticks", x_ticks}, {"y_ticks", y_ticks}, {"values", values}, {"unit", unit},
@@ -351,12 +384,20 @@ class AlltoallNode : public NodeType {
         {"dtypes", ParamKind::list, json(), false, "element types (default [bf16, fp8, fp32])"},
         {"warmup", ParamKind::integer, 5, false, "untimed iterations per point"},
         {"iterations", ParamKind::integer, 30, false, "timed iterations per point (>= 30)"},
+        {"window_exchanges", ParamKind::integer, 20, false,
+         "exchanges per back-to-back window (nccl-tests' measure: time per exchange = window / n)"},
+        {"windows", ParamKind::integer, 3, false, "back-to-back windows per point (the median counts)"},
+        {"local_copy", ParamKind::boolean, false, false,
+         "nccl: the share a rank keeps as a device copy beside the NCCL exchange (instead of a send to itself)"},
+        {"pair_gbps", ParamKind::any, json(), false,
+         "GPU pair bandwidth for the link-bound ideal when no p2p node is an input: GB/s (every pair) or an n x n matrix"},
         {"timeout_s", ParamKind::number, 600, false, "kill the whole job after this many seconds"},
         {"thresholds", ParamKind::map, json(), false, "{max_p99_ms, min_busbw_gbps}: PASS/FAIL per point"},
         {"nccl_env", ParamKind::map, json(), false, "NCCL_* settings applied before NCCL init (and recorded)"},
     };
   }
-  NodeTraits traits() const override { return {.hardware_bound = true, .exclusive = true, .version = 1}; }
+  // Version 2: the back-to-back measure, the link-bound ideal, per-rank threads in the in-process launch.
+  NodeTraits traits() const override { return {.hardware_bound = true, .exclusive = true, .version = 2}; }
   Requirements requirements(const json& params) const override {
     Requirements req;
     if (params.value("transport", std::string("mpi")) == "nccl") {
@@ -373,6 +414,10 @@ class AlltoallNode : public NodeType {
       const std::string l = params.value("launch", std::string("process"));
       if (l != "process" && l != "mpirun") return "launch: expected process or mpirun, got \"" + l + "\"";
       if (l == "mpirun" && t != "nccl") return "launch: mpirun applies to transport nccl (transport mpi always uses mpirun)";
+      if (params.value("local_copy", false) && t != "nccl") return "local_copy: applies to transport nccl";
+      (void)positive_int(params, "window_exchanges", 20);
+      (void)positive_int(params, "windows", 3);
+      check_pair_gbps(params);
       if (positive_int(params, "iterations", 30) < 30) return "iterations: at least 30 timed iterations are required";
       const int ranks = int(positive_int(params, "ranks", 2));
       plan_of(params, ranks);
@@ -415,10 +460,11 @@ class AlltoallNode : public NodeType {
         throw NodeError("transport nccl: incomplete result");
     }
 
+    const PairBandwidth pair_bw = pair_bandwidth_for(ctx, ranks, has_value(ctx.params, "hosts"));
     json points = json::array();
     int pass = 0, fail = 0, failed = 0;
     for (const auto& m : result["points"]) {
-      points.push_back(point_record(m, ranks, transport, th));
+      points.push_back(point_record(m, ranks, transport, th, pair_bw));
       const auto& p = points.back();
       (p["result"] == "PASS" ? pass : fail)++;
       if (p["status"] == "failed") ++failed;
@@ -428,6 +474,8 @@ class AlltoallNode : public NodeType {
                 {"nccl_version", result.value("nccl_version", "")},
                 {"launch", transport == "nccl" ? ctx.params.value("launch", std::string("process")) : "mpirun"},
                 {"nccl_env", env}, {"warmup", plan["warmup"]}, {"iterations", plan["iterations"]},
+                {"window_exchanges", plan["window_exchanges"]}, {"windows", plan["windows"]},
+                {"local_copy", plan["local_copy"]}, {"pair_bandwidth", pair_bw.to_json()},
                 {"thresholds", ctx.params.value("thresholds", json())}, {"points", points},
                 {"summary", {{"pass", pass}, {"fail", fail}, {"failed_points", failed}}}};
     if (result.contains("placement")) out.data["placement"] = result["placement"];   // host:GPU of each rank
