@@ -45,10 +45,10 @@ mkdir -p "$(dirname "$out")"
 jq -n --argjson r "$results" --arg ptrace "$ptrace" --argjson cap "$cap_ptrace" \
   --arg shm "$(df -h /dev/shm 2> /dev/null | tail -1)" --arg mpi "$(mpirun --version 2>&1 | head -1)" \
   --arg vader "$(ompi_info --param btl vader --level 9 2>&1 | grep -i single_copy | head -2 | tr -s ' ')" \
-  --arg host "$(hostname)" --arg cpu "$(nproc) cores" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+  --arg host "$(hostname)" --arg cpu "$(nproc) cores" --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
   --arg commit "$(git -C "$root" rev-parse --short HEAD 2> /dev/null || echo "${AISPFLOW_COMMIT:-unknown}")" \
   '{bench: "mpi_single_copy", what: "alltoall mpi transport, 2 ranks, fp32, uniform, per single-copy mechanism",
-    date: $date, commit: $commit, host: $host, cpu: $cpu, mpi: $mpi, ompi_info_vader_single_copy: $vader,
+    date: $date, commit: $commit, host: $host, cpu: $cpu, load_average_1_5_15min: $load, mpi: $mpi, ompi_info_vader_single_copy: $vader,
     yama_ptrace_scope: $ptrace, cap_sys_ptrace: ($cap == 1), dev_shm: $shm, runs: $r}' > "$out"
 cat "$out"
 exit $status

@@ -56,12 +56,12 @@ wf=workflows/moe_readiness.yaml
 cache=$results/cache
 
 run_wf() {   # run_wf NAME aispflow-run-args...: one fresh aispflow process, its log and exit code kept
-  local name=$1; shift
+  local name=$1 out=${WF_OUT:-$results/moe_readiness}; shift
   local sets=()
   for n in nccl_baseline nccl_local_copy nccl_tuned nccl_mpirun; do
     sets+=(--set "$n.sizes=$sizes" --set "$n.dtypes=[bf16]" --set "$n.iterations=50" --set "$n.timeout_s=580")
   done
-  aispflow run "$wf" --backend cuda --progress lines --cache "$cache" --out "$results/moe_readiness" "${sets[@]}" "$@" \
+  aispflow run "$wf" --backend cuda --progress lines --cache "$cache" --out "$out" "${sets[@]}" "$@" \
     > "$results/$name.log" 2>&1
   echo "$name exit $?" | tee -a "$results/exits.txt"
 }
@@ -84,6 +84,10 @@ phase_alltoall() {
   run_wf nccl_tuned --only nccl_tuned
   run_wf nccl_mpirun --only nccl_mpirun
   run_wf whole   # mpi_host and the comparison table; the rest from the cache
+  # Skew: more channels (NCCL spreads a send/recv over its p2p channels; the hot direction may want more).
+  WF_OUT=$results/moe_readiness_channels32 run_wf nccl_channels32 --only nccl_tuned \
+    --set 'nccl_tuned.nccl_env={NCCL_MIN_NCHANNELS: 32, NCCL_MAX_NCHANNELS: 32}'
+
 }
 
 nccl_home() {   # a directory with include/nccl.h and lib/libnccl.so for building against the host's NCCL
