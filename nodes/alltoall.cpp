@@ -363,7 +363,9 @@ class AlltoallNode : public NodeType {
   std::string name() const override { return "alltoall"; }
   std::string doc() const override {
     return "All-to-all probe for MoE expert dispatch: Zipf-skewed splits per (dtype, size, skew), every element "
-           "verified, p50/p99 latency, algbw/busbw, hot-rank volume, PASS/FAIL against thresholds (a FAIL exits 3). "
+           "verified, per-exchange p50/p99 latency with algbw/busbw over p50, back-to-back time and busbw (b2b_*, "
+           "nccl-tests' measure), the link-bound ideal from a p2p input or pair_gbps, hot-rank volume, PASS/FAIL "
+           "against thresholds (a FAIL exits 3). "
            "transport mpi (MPI_Alltoallv through mpirun) or nccl (GPUs). Writes alltoall.csv and alltoall.md.";
   }
   std::vector<ParamSpec> params() const override {
