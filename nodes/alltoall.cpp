@@ -18,6 +18,7 @@
 
 #include "kernels/common/alltoall_traffic.hpp"
 #include "nodes/alltoall_link_bound.hpp"
+#include "nodes/alltoall_output.hpp"
 #include "nodes/heatmap_plot.hpp"
 #include "nodes/inputs.hpp"
 #include "nodes/model_presets.hpp"
@@ -36,12 +37,6 @@ int dtype_bytes(const std::string& dtype) {
   if (dtype == "bf16" || dtype == "fp16") return 2;
   if (dtype == "fp32") return 4;
   throw std::invalid_argument("dtypes: unknown dtype \"" + dtype + "\" (expected bf16, fp16, fp8 or fp32)");
-}
-
-std::string size_label(std::int64_t bytes) {
-  if (bytes % (1 << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
-  if (bytes % (1 << 10) == 0) return std::to_string(bytes >> 10) + " KiB";
-  return std::to_string(bytes) + " B";
 }
 
 std::vector<double> skew_list(const json& params) {
@@ -64,7 +59,7 @@ struct SizePoint {
 // Bytes per rank: the explicit sizes, plus the model's dispatch (tokens x hidden x bytes x top_k over ranks).
 std::vector<SizePoint> sizes_for(const json& params, int elem_bytes, int ranks) {
   std::vector<SizePoint> out;
-  for (auto b : positive_int_list(params, "sizes", kDefaultSizes)) out.push_back({b, size_label(b)});
+  for (auto b : positive_int_list(params, "sizes", kDefaultSizes)) out.push_back({b, alltoall_size_label(b)});
   if (!has_value(params, "model")) return out;
   const ModelConfig m = resolve_model(params["model"], params.value("config", json()));
   if (!m.is_moe()) throw std::invalid_argument("model: " + m.name + " has no experts (top_k 0): no dispatch to derive");
@@ -194,101 +189,6 @@ json point_record(const json& measured, int ranks, const std::string& transport,
   return r;
 }
 
-std::string cell(const json& r, const char* k) {
-  if (!r.contains(k)) return "";
-  if (r[k].is_number_float()) { std::ostringstream s; s.precision(4); s << r[k].get<double>(); return s.str(); }
-  return r[k].is_string() ? r[k].get<std::string>() : r[k].dump();
-}
-const std::vector<const char*> kColumns = {"transport", "ranks", "dtype", "size_bytes", "skew", "p50_ms", "p99_ms",
-                                           "mean_ms", "min_ms", "max_ms", "algbw_gbps", "busbw_gbps", "b2b_time_ms",
-                                           "b2b_algbw_gbps", "b2b_busbw_gbps", "link_bound_ms", "link_bound_efficiency",
-                                           "b2b_link_bound_efficiency", "bytes_moved",
-                                           "hot_rank_recv_bytes", "split_gini", "split_max_over_mean", "wrong",
-                                           "status", "result"};
-
-std::string csv(const json& points) {
-  std::string s = join(std::vector<std::string>(kColumns.begin(), kColumns.end()), ",") + "\n";
-  for (const auto& r : points) {
-    std::vector<std::string> row;
-    for (auto k : kColumns) row.push_back(cell(r, k));
-    s += join(row, ",") + "\n";
-  }
-  return s;
-}
-std::string markdown(const json& points) {
-  std::string s = "| " + join(std::vector<std::string>(kColumns.begin(), kColumns.end()), " | ") + " |\n|";
-  for (std::size_t i = 0; i < kColumns.size(); ++i) s += "---|";
-  s += "\n";
-  for (const auto& r : points) {
-    std::vector<std::string> row;
-    for (auto k : kColumns) row.push_back(cell(r, k));
-    s += "| " + join(row, " | ") + " |\n";
-  }
-  return s;
-}
-
-// Draws every heatmap of heatmap_data() into its SVG file (nodes/heatmap_plot.hpp).
-void write_heatmaps(const NodeContext& ctx, const json& heatmaps) {
-  for (const auto& h : heatmaps)
-    write_output_file(ctx, h["file"].get<std::string>(), render_heatmap_svg(heatmap_spec_of(h)));
-}
-
-// The data of the p99 and busbw heatmaps (skew rows x size columns, one pair per dtype), in the fields of
-// nodes/heatmap_plot.hpp's HeatmapSpec so the renderer draws them as they are; null = no data (n/a).
-json heatmap_data(const json& points, const std::string& transport, int ranks) {
-  json out = json::array();
-  std::vector<std::string> dtypes;
-  for (const auto& p : points)
-    if (std::find(dtypes.begin(), dtypes.end(), p["dtype"].get<std::string>()) == dtypes.end()) dtypes.push_back(p["dtype"]);
-  for (const auto& dtype : dtypes) {
-    std::vector<std::int64_t> sizes;
-    std::vector<double> skews;
-    for (const auto& p : points) {
-      if (p["dtype"] != dtype) continue;
-      if (std::find(sizes.begin(), sizes.end(), p["size_bytes"].get<std::int64_t>()) == sizes.end()) sizes.push_back(p["size_bytes"]);
-      if (std::find(skews.begin(), skews.end(), p["skew"].get<double>()) == skews.end()) skews.push_back(p["skew"]);
-    }
-    std::sort(sizes.begin(), sizes.end());
-    // Per-exchange p99 and busbw (over p50), and the back-to-back busbw (nccl-tests' measure).
-    for (const auto& [metric, unit, higher, file, what] :
-         {std::tuple{"p99_ms", "ms", false, "p99", "all-to-all p99 latency"},
-          std::tuple{"busbw_gbps", "GB/s", true, "busbw", "all-to-all bus bandwidth per exchange (p50)"},
-          std::tuple{"b2b_busbw_gbps", "GB/s", true, "b2b_busbw", "all-to-all bus bandwidth back to back"}}) {
-      json values = json::array(), notes = json::array(), x_ticks = json::array(), y_ticks = json::array();
-      for (auto b : sizes) x_ticks.push_back(size_label(b));
-      for (double a : skews) {
-        std::ostringstream t;
-        t << a;
-        y_ticks.push_back(t.str());
-        json row = json::array(), note_row = json::array();
-        for (auto b : sizes) {
-          json v, note = "";
-          for (const auto& p : points)
-            if (p["dtype"] == dtype && p["size_bytes"] == b && p["skew"] == a) {
-              if (p.contains(metric)) v = p[metric];
-              note = p["result"] == "FAIL" ? "FAIL" : "";
-            }
-          row.push_back(v);
-          note_row.push_back(note);
-        }
-        values.push_back(row);
-        notes.push_back(note_row);
-      }
-      bool any = false;
-      for (const auto& row : values)
-        for (const auto& v : row) any = any || !v.is_null();
-      if (!any && std::string(metric) == "b2b_busbw_gbps") continue;   // results without the back-to-back measure
-      out.push_back({{"file", std::string("alltoall_") + file + "_" + dtype + ".svg"},
-                     {"title", std::string(what) + " — " +
-                                   transport + ", " + std::to_string(ranks) + " ranks, " + dtype},
-                     {"x_label", "message size per rank"}, {"y_label", "Zipf skew (alpha)"},
-                     {"x_ticks", x_ticks}, {"y_ticks", y_ticks}, {"values", values}, {"unit", unit},
-                     {"higher_is_better", higher}, {"cell_notes", notes}});
-    }
-  }
-  return out;
-}
-
 // The rank program mpirun starts: `aispflow-comm-rank` (transport mpi) or `aispflow-comm-nccl-rank` (transport
 // nccl under mpirun). $AISPFLOW_COMM_RANK / $AISPFLOW_COMM_NCCL_RANK, else beside this executable, else where the
 // build put it; empty when this build has none.
@@ -314,6 +214,20 @@ std::filesystem::path rank_worker(const RankProgram& program) {
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec && std::filesystem::exists(self.parent_path() / program.file)) return self.parent_path() / program.file;
   return program.built;
+}
+
+// The Open MPI settings this process hands mpirun through its environment (OMPI_MCA_*, inherited by every rank):
+// they decide how the host transport moves its bytes. Issue 18: the GPU hosts' image sets
+// OMPI_MCA_btl_vader_single_copy_mechanism=none (copy-in/copy-out), which ompi_info reports with "data source:
+// environment"; docs/nodes-comm.md says what it costs and how mpirun_args overrides it.
+json ompi_mca_env() {
+  json out = json::object();
+  for (char** e = environ; e && *e; ++e) {
+    const std::string kv = *e;
+    if (kv.rfind("OMPI_MCA_", 0) == 0 && kv.find('=') != std::string::npos)
+      out[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+  }
+  return out;
 }
 
 json run_mpi(NodeContext& ctx, const json& plan, int ranks, const std::map<std::string, std::string>& nccl_env,
@@ -481,12 +395,16 @@ class AlltoallNode : public NodeType {
                 {"thresholds", ctx.params.value("thresholds", json())}, {"points", points},
                 {"summary", {{"pass", pass}, {"fail", fail}, {"failed_points", failed}}}};
     if (result.contains("placement")) out.data["placement"] = result["placement"];   // host:GPU of each rank
-    out.data["heatmaps"] = heatmap_data(points, transport, ranks);
+    if (under_mpirun) out.data["ompi_mca_env"] = ompi_mca_env();
+    if (!nccl && out.data["ompi_mca_env"].value("OMPI_MCA_btl_vader_single_copy_mechanism", "") == "none")
+      ctx.info("note: the environment sets OMPI_MCA_btl_vader_single_copy_mechanism=none: large messages go by "
+               "copy-in/copy-out (docs/nodes-comm.md; mpirun_args: [--mca, btl_vader_single_copy_mechanism, cma])");
+    out.data["heatmaps"] = alltoall_heatmap_data(points, transport, ranks);
     out.verdict = fail > 0 ? Verdict::expectations_not_met : Verdict::ok;
     out.data["verdict"] = to_string(out.verdict);
-    write_heatmaps(ctx, out.data["heatmaps"]);
-    write_output_file(ctx, "alltoall.csv", csv(points));
-    write_output_file(ctx, "alltoall.md", markdown(points));
+    write_alltoall_heatmaps(ctx, out.data["heatmaps"]);
+    write_output_file(ctx, "alltoall.csv", alltoall_csv(points));
+    write_output_file(ctx, "alltoall.md", alltoall_markdown(points));
     ctx.info(std::to_string(pass) + " PASS, " + std::to_string(fail) + " FAIL (" + std::to_string(failed) +
              " with wrong data) over " + std::to_string(points.size()) + " points, " + std::to_string(ranks) + " ranks");
     return out;

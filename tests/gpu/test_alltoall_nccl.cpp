@@ -117,6 +117,8 @@ TEST_F(AlltoallNcclTest, OneWrongElementFailsEveryPointUntimed) {
 TEST_F(AlltoallNcclTest, LocalCopyIsVerifiedToo) {
   for (const std::string env : {"", "AISPFLOW_COMM_TEST_CORRUPT=1"}) {
     SCOPED_TRACE(env);
+    std::error_code ec;
+    fs::remove_all(dir_ / "cache", ec);   // the test hook is not in the cache key: the second run must not reuse the first
     const auto r = run("name: a2a\nnodes:\n  a2a:\n    type: alltoall\n    params: {transport: nccl, local_copy: true, "
                        "sizes: [65536, 2097152], skews: [0, 1.35], dtypes: [bf16]}\n", env);
     EXPECT_EQ(r.code, env.empty() ? 0 : 3) << r.out << r.err;
