@@ -1,7 +1,9 @@
 // Node type `alltoall`: MoE-readiness all-to-all probe. For every (dtype, message size, Zipf skew) point it
 // exchanges skewed expert-dispatch traffic (kernels/common/alltoall_traffic.hpp), verifies every received
-// element, times warm-up + iterations (the slowest rank per iteration counts), and reports p50/p99, algbw,
-// busbw, the bytes moved, the hot rank's receive volume and the split's Gini and max/mean, with PASS/FAIL
+// element, times warm-up + iterations one exchange each (the slowest rank per iteration counts) and windows of
+// exchanges back to back (nccl-tests' measure, b2b_*), and reports p50/p99, algbw, busbw, the link-bound ideal
+// (nodes/alltoall_link_bound.hpp), the bytes moved, the hot rank's receive volume and the split's Gini and
+// max/mean, with PASS/FAIL
 // against the workflow's thresholds. Any FAIL (or a point whose data check failed) sets the verdict, so the
 // run exits 3 as it does for `expect`, also from the cache.
 //
@@ -13,13 +15,10 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <sstream>
-#include <tuple>
 
 #include "kernels/common/alltoall_traffic.hpp"
 #include "nodes/alltoall_link_bound.hpp"
 #include "nodes/alltoall_output.hpp"
-#include "nodes/heatmap_plot.hpp"
 #include "nodes/inputs.hpp"
 #include "nodes/model_presets.hpp"
 #include "nodes/mpi_launch.hpp"
