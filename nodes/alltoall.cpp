@@ -1,7 +1,9 @@
 // Node type `alltoall`: MoE-readiness all-to-all probe. For every (dtype, message size, Zipf skew) point it
 // exchanges skewed expert-dispatch traffic (kernels/common/alltoall_traffic.hpp), verifies every received
-// element, times warm-up + iterations (the slowest rank per iteration counts), and reports p50/p99, algbw,
-// busbw, the bytes moved, the hot rank's receive volume and the split's Gini and max/mean, with PASS/FAIL
+// element, times warm-up + iterations one exchange each (the slowest rank per iteration counts) and windows of
+// exchanges back to back (nccl-tests' measure, b2b_*), and reports p50/p99, algbw, busbw, the link-bound ideal
+// (nodes/alltoall_link_bound.hpp), the bytes moved, the hot rank's receive volume and the split's Gini and
+// max/mean, with PASS/FAIL
 // against the workflow's thresholds. Any FAIL (or a point whose data check failed) sets the verdict, so the
 // run exits 3 as it does for `expect`, also from the cache.
 //
@@ -13,11 +15,10 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <sstream>
-#include <tuple>
 
 #include "kernels/common/alltoall_traffic.hpp"
-#include "nodes/heatmap_plot.hpp"
+#include "nodes/alltoall_link_bound.hpp"
+#include "nodes/alltoall_output.hpp"
 #include "nodes/inputs.hpp"
 #include "nodes/model_presets.hpp"
 #include "nodes/mpi_launch.hpp"
@@ -35,12 +36,6 @@ int dtype_bytes(const std::string& dtype) {
   if (dtype == "bf16" || dtype == "fp16") return 2;
   if (dtype == "fp32") return 4;
   throw std::invalid_argument("dtypes: unknown dtype \"" + dtype + "\" (expected bf16, fp16, fp8 or fp32)");
-}
-
-std::string size_label(std::int64_t bytes) {
-  if (bytes % (1 << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
-  if (bytes % (1 << 10) == 0) return std::to_string(bytes >> 10) + " KiB";
-  return std::to_string(bytes) + " B";
 }
 
 std::vector<double> skew_list(const json& params) {
@@ -63,7 +58,7 @@ struct SizePoint {
 // Bytes per rank: the explicit sizes, plus the model's dispatch (tokens x hidden x bytes x top_k over ranks).
 std::vector<SizePoint> sizes_for(const json& params, int elem_bytes, int ranks) {
   std::vector<SizePoint> out;
-  for (auto b : positive_int_list(params, "sizes", kDefaultSizes)) out.push_back({b, size_label(b)});
+  for (auto b : positive_int_list(params, "sizes", kDefaultSizes)) out.push_back({b, alltoall_size_label(b)});
   if (!has_value(params, "model")) return out;
   const ModelConfig m = resolve_model(params["model"], params.value("config", json()));
   if (!m.is_moe()) throw std::invalid_argument("model: " + m.name + " has no experts (top_k 0): no dispatch to derive");
@@ -121,11 +116,31 @@ json plan_of(const json& params, int ranks) {
     }
   }
   return {{"warmup", positive_int(params, "warmup", 5)}, {"iterations", positive_int(params, "iterations", 30)},
-          {"points", points}};
+          {"window_exchanges", positive_int(params, "window_exchanges", 20)}, {"windows", positive_int(params, "windows", 3)},
+          {"local_copy", params.value("local_copy", false)}, {"points", points}};
+}
+
+// The back-to-back measure of a point (nccl-tests' method): `window_exchanges` exchanges per timed window, the
+// median window's time per exchange, and algbw/busbw over it. Absent from results of older rank programs.
+void add_back_to_back(json& r, const json& measured, int ranks, double bytes_per_rank) {
+  using namespace comm;
+  if (!measured.contains("window_s") || measured["window_s"].empty()) return;
+  const int n = measured.value("window_exchanges", 1);
+  std::vector<double> per_exchange_ms;
+  for (double s : measured["window_s"]) per_exchange_ms.push_back(s * 1e3 / n);
+  const double t = percentile(per_exchange_ms, 0.5);
+  r["b2b_exchanges"] = n;
+  r["b2b_windows"] = per_exchange_ms.size();
+  r["b2b_time_ms"] = t;
+  r["b2b_min_time_ms"] = *std::min_element(per_exchange_ms.begin(), per_exchange_ms.end());
+  const double algbw = t > 0 ? bytes_per_rank / (t * 1e-3) / 1e9 : 0;
+  r["b2b_algbw_gbps"] = algbw;
+  r["b2b_busbw_gbps"] = busbw_from_algbw(algbw, ranks);
 }
 
 // Statistics and verdict of one point measured by `ranks` ranks.
-json point_record(const json& measured, int ranks, const std::string& transport, const Thresholds& th) {
+json point_record(const json& measured, int ranks, const std::string& transport, const Thresholds& th,
+                  const PairBandwidth& pair_bw) {
   using namespace comm;
   json r = {{"transport", transport}, {"ranks", ranks}};
   for (const char* k : {"dtype", "size_bytes", "size_label", "skew", "elements", "wrong"}) r[k] = measured.at(k);
@@ -160,6 +175,8 @@ json point_record(const json& measured, int ranks, const std::string& transport,
   r["algbw_gbps"] = algbw;
   r["busbw_gbps"] = busbw_from_algbw(algbw, ranks);
   r["hot_rank_recv_gbps"] = p50 > 0 ? r["hot_rank_recv_bytes"].get<double>() / (p50 * 1e-3) / 1e9 : 0;
+  add_back_to_back(r, measured, ranks, bytes_per_rank);
+  add_link_bound(r, pair_bw, ranks, width);
   r["status"] = "ok";
   std::vector<std::string> why;
   if (th.max_p99_ms && p99 > *th.max_p99_ms) why.push_back("p99 " + std::to_string(p99) + " ms > max_p99_ms");
@@ -169,91 +186,6 @@ json point_record(const json& measured, int ranks, const std::string& transport,
   r["result"] = why.empty() ? "PASS" : "FAIL";
   if (!why.empty()) r["reason"] = join(why, "; ");
   return r;
-}
-
-std::string cell(const json& r, const char* k) {
-  if (!r.contains(k)) return "";
-  if (r[k].is_number_float()) { std::ostringstream s; s.precision(4); s << r[k].get<double>(); return s.str(); }
-  return r[k].is_string() ? r[k].get<std::string>() : r[k].dump();
-}
-const std::vector<const char*> kColumns = {"transport", "ranks", "dtype", "size_bytes", "skew", "p50_ms", "p99_ms",
-                                           "mean_ms", "min_ms", "max_ms", "algbw_gbps", "busbw_gbps", "bytes_moved",
-                                           "hot_rank_recv_bytes", "split_gini", "split_max_over_mean", "wrong",
-                                           "status", "result"};
-
-std::string csv(const json& points) {
-  std::string s = join(std::vector<std::string>(kColumns.begin(), kColumns.end()), ",") + "\n";
-  for (const auto& r : points) {
-    std::vector<std::string> row;
-    for (auto k : kColumns) row.push_back(cell(r, k));
-    s += join(row, ",") + "\n";
-  }
-  return s;
-}
-std::string markdown(const json& points) {
-  std::string s = "| " + join(std::vector<std::string>(kColumns.begin(), kColumns.end()), " | ") + " |\n|";
-  for (std::size_t i = 0; i < kColumns.size(); ++i) s += "---|";
-  s += "\n";
-  for (const auto& r : points) {
-    std::vector<std::string> row;
-    for (auto k : kColumns) row.push_back(cell(r, k));
-    s += "| " + join(row, " | ") + " |\n";
-  }
-  return s;
-}
-
-// Draws every heatmap of heatmap_data() into its SVG file (nodes/heatmap_plot.hpp).
-void write_heatmaps(const NodeContext& ctx, const json& heatmaps) {
-  for (const auto& h : heatmaps)
-    write_output_file(ctx, h["file"].get<std::string>(), render_heatmap_svg(heatmap_spec_of(h)));
-}
-
-// The data of the p99 and busbw heatmaps (skew rows x size columns, one pair per dtype), in the fields of
-// nodes/heatmap_plot.hpp's HeatmapSpec so the renderer draws them as they are; null = no data (n/a).
-json heatmap_data(const json& points, const std::string& transport, int ranks) {
-  json out = json::array();
-  std::vector<std::string> dtypes;
-  for (const auto& p : points)
-    if (std::find(dtypes.begin(), dtypes.end(), p["dtype"].get<std::string>()) == dtypes.end()) dtypes.push_back(p["dtype"]);
-  for (const auto& dtype : dtypes) {
-    std::vector<std::int64_t> sizes;
-    std::vector<double> skews;
-    for (const auto& p : points) {
-      if (p["dtype"] != dtype) continue;
-      if (std::find(sizes.begin(), sizes.end(), p["size_bytes"].get<std::int64_t>()) == sizes.end()) sizes.push_back(p["size_bytes"]);
-      if (std::find(skews.begin(), skews.end(), p["skew"].get<double>()) == skews.end()) skews.push_back(p["skew"]);
-    }
-    std::sort(sizes.begin(), sizes.end());
-    for (const auto& [metric, unit, higher] : {std::tuple{"p99_ms", "ms", false}, std::tuple{"busbw_gbps", "GB/s", true}}) {
-      json values = json::array(), notes = json::array(), x_ticks = json::array(), y_ticks = json::array();
-      for (auto b : sizes) x_ticks.push_back(size_label(b));
-      for (double a : skews) {
-        std::ostringstream t;
-        t << a;
-        y_ticks.push_back(t.str());
-        json row = json::array(), note_row = json::array();
-        for (auto b : sizes) {
-          json v, note = "";
-          for (const auto& p : points)
-            if (p["dtype"] == dtype && p["size_bytes"] == b && p["skew"] == a) {
-              if (p.contains(metric)) v = p[metric];
-              note = p["result"] == "FAIL" ? "FAIL" : "";
-            }
-          row.push_back(v);
-          note_row.push_back(note);
-        }
-        values.push_back(row);
-        notes.push_back(note_row);
-      }
-      out.push_back({{"file", std::string("alltoall_") + (higher ? "busbw" : "p99") + "_" + dtype + ".svg"},
-                     {"title", std::string(higher ? "all-to-all bus bandwidth" : "all-to-all p99 latency") + " — " +
-                                   transport + ", " + std::to_string(ranks) + " ranks, " + dtype},
-                     {"x_label", "message size per rank"}, {"y_label", "Zipf skew (alpha)"},
-                     {"x_ticks", x_ticks}, {"y_ticks", y_ticks}, {"values", values}, {"unit", unit},
-                     {"higher_is_better", higher}, {"cell_notes", notes}});
-    }
-  }
-  return out;
 }
 
 // The rank program mpirun starts: `aispflow-comm-rank` (transport mpi) or `aispflow-comm-nccl-rank` (transport
@@ -281,6 +213,20 @@ std::filesystem::path rank_worker(const RankProgram& program) {
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec && std::filesystem::exists(self.parent_path() / program.file)) return self.parent_path() / program.file;
   return program.built;
+}
+
+// The Open MPI settings this process hands mpirun through its environment (OMPI_MCA_*, inherited by every rank):
+// they decide how the host transport moves its bytes. Issue 18: the GPU hosts' image sets
+// OMPI_MCA_btl_vader_single_copy_mechanism=none (copy-in/copy-out), which ompi_info reports with "data source:
+// environment"; docs/nodes-comm.md says what it costs and how mpirun_args overrides it.
+json ompi_mca_env() {
+  json out = json::object();
+  for (char** e = environ; e && *e; ++e) {
+    const std::string kv = *e;
+    if (kv.rfind("OMPI_MCA_", 0) == 0 && kv.find('=') != std::string::npos)
+      out[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+  }
+  return out;
 }
 
 json run_mpi(NodeContext& ctx, const json& plan, int ranks, const std::map<std::string, std::string>& nccl_env,
@@ -336,7 +282,9 @@ class AlltoallNode : public NodeType {
   std::string name() const override { return "alltoall"; }
   std::string doc() const override {
     return "All-to-all probe for MoE expert dispatch: Zipf-skewed splits per (dtype, size, skew), every element "
-           "verified, p50/p99 latency, algbw/busbw, hot-rank volume, PASS/FAIL against thresholds (a FAIL exits 3). "
+           "verified, per-exchange p50/p99 latency with algbw/busbw over p50, back-to-back time and busbw (b2b_*, "
+           "nccl-tests' measure), the link-bound ideal from a p2p input or pair_gbps, hot-rank volume, PASS/FAIL "
+           "against thresholds (a FAIL exits 3). "
            "transport mpi (MPI_Alltoallv through mpirun) or nccl (GPUs). Writes alltoall.csv and alltoall.md.";
   }
   std::vector<ParamSpec> params() const override {
@@ -358,12 +306,20 @@ class AlltoallNode : public NodeType {
         {"dtypes", ParamKind::list, json(), false, "element types (default [bf16, fp8, fp32])"},
         {"warmup", ParamKind::integer, 5, false, "untimed iterations per point"},
         {"iterations", ParamKind::integer, 30, false, "timed iterations per point (>= 30)"},
+        {"window_exchanges", ParamKind::integer, 20, false,
+         "exchanges per back-to-back window (nccl-tests' measure: time per exchange = window / n)"},
+        {"windows", ParamKind::integer, 3, false, "back-to-back windows per point (the median counts)"},
+        {"local_copy", ParamKind::boolean, false, false,
+         "nccl: the share a rank keeps as a device copy beside the NCCL exchange (instead of a send to itself)"},
+        {"pair_gbps", ParamKind::any, json(), false,
+         "GPU pair bandwidth for the link-bound ideal when no p2p node is an input: GB/s (every pair) or an n x n matrix"},
         {"timeout_s", ParamKind::number, 600, false, "kill the whole job after this many seconds"},
         {"thresholds", ParamKind::map, json(), false, "{max_p99_ms, min_busbw_gbps}: PASS/FAIL per point"},
         {"nccl_env", ParamKind::map, json(), false, "NCCL_* settings applied before NCCL init (and recorded)"},
     };
   }
-  NodeTraits traits() const override { return {.hardware_bound = true, .exclusive = true, .version = 1}; }
+  // Version 2: the back-to-back measure, the link-bound ideal, per-rank threads in the in-process launch.
+  NodeTraits traits() const override { return {.hardware_bound = true, .exclusive = true, .version = 2}; }
   Requirements requirements(const json& params) const override {
     Requirements req;
     if (params.value("transport", std::string("mpi")) == "nccl") {
@@ -381,6 +337,10 @@ class AlltoallNode : public NodeType {
       if (l != "process" && l != "mpirun" && l != "srun")
         return "launch: expected process, mpirun or srun, got \"" + l + "\"";
       if (l == "mpirun" && t != "nccl") return "launch: mpirun applies to transport nccl (transport mpi always uses mpirun)";
+      if (params.value("local_copy", false) && t != "nccl") return "local_copy: applies to transport nccl";
+      (void)positive_int(params, "window_exchanges", 20);
+      (void)positive_int(params, "windows", 3);
+      check_pair_gbps(params);
       if (positive_int(params, "iterations", 30) < 30) return "iterations: at least 30 timed iterations are required";
       const int ranks = int(positive_int(params, "ranks", 2));
       plan_of(params, ranks);
@@ -428,10 +388,11 @@ class AlltoallNode : public NodeType {
         throw NodeError("transport nccl: incomplete result");
     }
 
+    const PairBandwidth pair_bw = pair_bandwidth_for(ctx, ranks, has_value(ctx.params, "hosts"));
     json points = json::array();
     int pass = 0, fail = 0, failed = 0;
     for (const auto& m : result["points"]) {
-      points.push_back(point_record(m, ranks, transport, th));
+      points.push_back(point_record(m, ranks, transport, th, pair_bw));
       const auto& p = points.back();
       (p["result"] == "PASS" ? pass : fail)++;
       if (p["status"] == "failed") ++failed;
@@ -441,15 +402,21 @@ class AlltoallNode : public NodeType {
                 {"nccl_version", result.value("nccl_version", "")},
                 {"launch", launch == "srun" || nccl ? launch : "mpirun"},
                 {"nccl_env", env}, {"warmup", plan["warmup"]}, {"iterations", plan["iterations"]},
+                {"window_exchanges", plan["window_exchanges"]}, {"windows", plan["windows"]},
+                {"local_copy", plan["local_copy"]}, {"pair_bandwidth", pair_bw.to_json()},
                 {"thresholds", ctx.params.value("thresholds", json())}, {"points", points},
                 {"summary", {{"pass", pass}, {"fail", fail}, {"failed_points", failed}}}};
     if (result.contains("placement")) out.data["placement"] = result["placement"];   // host:GPU of each rank
-    out.data["heatmaps"] = heatmap_data(points, transport, ranks);
+    if (under_mpirun) out.data["ompi_mca_env"] = ompi_mca_env();
+    if (!nccl && out.data["ompi_mca_env"].value("OMPI_MCA_btl_vader_single_copy_mechanism", "") == "none")
+      ctx.info("note: the environment sets OMPI_MCA_btl_vader_single_copy_mechanism=none: large messages go by "
+               "copy-in/copy-out (docs/nodes-comm.md; mpirun_args: [--mca, btl_vader_single_copy_mechanism, cma])");
+    out.data["heatmaps"] = alltoall_heatmap_data(points, transport, ranks);
     out.verdict = fail > 0 ? Verdict::expectations_not_met : Verdict::ok;
     out.data["verdict"] = to_string(out.verdict);
-    write_heatmaps(ctx, out.data["heatmaps"]);
-    write_output_file(ctx, "alltoall.csv", csv(points));
-    write_output_file(ctx, "alltoall.md", markdown(points));
+    write_alltoall_heatmaps(ctx, out.data["heatmaps"]);
+    write_output_file(ctx, "alltoall.csv", alltoall_csv(points));
+    write_output_file(ctx, "alltoall.md", alltoall_markdown(points));
     ctx.info(std::to_string(pass) + " PASS, " + std::to_string(fail) + " FAIL (" + std::to_string(failed) +
              " with wrong data) over " + std::to_string(points.size()) + " points, " + std::to_string(ranks) + " ranks");
     return out;

@@ -43,9 +43,9 @@ class AlltoallCompareNode : public NodeType {
     std::string md = "| dtype | size | skew |";
     std::string rule = "|---|---|---|";
     for (std::size_t i = 0; i < runs.size(); ++i) {
-      md += " " + runs[i].first + " p50 ms | p99 ms | busbw GB/s | result |";
-      rule += "---|---|---|---|";
-      if (i > 0) { md += " p99 / base | busbw / base |"; rule += "---|---|"; }
+      md += " " + runs[i].first + " p50 ms | p99 ms | busbw GB/s | b2b busbw GB/s | result |";
+      rule += "---|---|---|---|---|";
+      if (i > 0) { md += " p99 / base | busbw / base | b2b busbw / base |"; rule += "---|---|---|"; }
     }
     md += "\n" + rule + "\n";
     for (const auto& base : runs[0].second["points"]) {
@@ -55,11 +55,11 @@ class AlltoallCompareNode : public NodeType {
         const json p = i == 0 ? base : find_point(runs[i].second["points"], base);
         json cell = {{"input", runs[i].first}};
         if (p.is_null()) {
-          md += " n/a | n/a | n/a | n/a |";
+          md += " n/a | n/a | n/a | n/a | n/a |";
         } else {
-          for (const char* k : {"p50_ms", "p99_ms", "busbw_gbps", "result"}) cell[k] = p.value(k, json());
+          for (const char* k : {"p50_ms", "p99_ms", "busbw_gbps", "b2b_busbw_gbps", "result"}) cell[k] = p.value(k, json());
           md += " " + num(cell["p50_ms"]) + " | " + num(cell["p99_ms"]) + " | " + num(cell["busbw_gbps"]) + " | " +
-                cell.value("result", std::string("n/a")) + " |";
+                num(cell["b2b_busbw_gbps"]) + " | " + cell.value("result", std::string("n/a")) + " |";
         }
         if (i > 0) {
           auto ratio = [&](const char* k) -> json {
@@ -68,7 +68,9 @@ class AlltoallCompareNode : public NodeType {
           };
           cell["p99_over_base"] = ratio("p99_ms");
           cell["busbw_over_base"] = ratio("busbw_gbps");
-          md += " " + num(cell["p99_over_base"]) + " | " + num(cell["busbw_over_base"]) + " |";
+          cell["b2b_busbw_over_base"] = ratio("b2b_busbw_gbps");
+          md += " " + num(cell["p99_over_base"]) + " | " + num(cell["busbw_over_base"]) + " | " +
+                num(cell["b2b_busbw_over_base"]) + " |";
         }
         row["runs"].push_back(cell);
       }

@@ -2,7 +2,7 @@
 // mpirun. It reads a JSON plan (points: size/dtype/skew), and for every point: builds the Zipf traffic
 // (kernels/common/alltoall_traffic.hpp), exchanges once and verifies every received element (a mismatch
 // fails the point, which is then never timed), then times warm-up + iterations of MPI_Alltoallv with
-// MPI_Wtime between barriers. Per-iteration times are reduced with MAX over ranks (the slowest rank
+// MPI_Wtime between barriers, and `windows` windows of `window_exchanges` exchanges back to back. Per-iteration times are reduced with MAX over ranks (the slowest rank
 // counts). Rank 0 writes the result JSON to a temporary name and renames it only when every point is
 // done, so a partial run never leaves a complete-looking result.
 //
@@ -56,7 +56,7 @@ void store(std::vector<unsigned char>& buf, std::int64_t i, int width, std::uint
 }
 std::uint32_t truncated(std::uint32_t v, int width) { return width >= 4 ? v : v & ((1u << (8 * width)) - 1); }
 
-json run_point(const json& point, int rank, int n, int warmup, int iterations) {
+json run_point(const json& point, int rank, int n, int warmup, int iterations, int window, int windows) {
   const std::int64_t elements = point.at("elements").get<std::int64_t>();
   const int width = point.at("elem_bytes").get<int>();
   const double skew = point.at("skew").get<double>();
@@ -99,6 +99,19 @@ json run_point(const json& point, int rank, int n, int warmup, int iterations) {
   }
   MPI_Reduce(times.data(), slowest.data(), iterations, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   out["times_s"] = slowest;
+  // Back to back (nccl-tests' measure): `window` exchanges between one barrier and the clock, per window.
+  std::vector<double> window_s(windows), window_slowest(windows);
+  for (int w = 0; w < windows; ++w) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    for (int i = 0; i < window; ++i)
+      MPI_Alltoallv(send.data(), scount.data(), sdispl.data(), type, recv.data(), rcount.data(), rdispl.data(), type,
+                    MPI_COMM_WORLD);
+    window_s[w] = MPI_Wtime() - t0;
+  }
+  MPI_Reduce(window_s.data(), window_slowest.data(), windows, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  out["window_s"] = window_slowest;
+  out["window_exchanges"] = window;
   return out;
 }
 
@@ -115,12 +128,13 @@ int main(int argc, char** argv) {
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   const int warmup = plan.value("warmup", 5), iterations = plan.value("iterations", 30);
+  const int window = plan.value("window_exchanges", 20), windows = plan.value("windows", 3);
   const int die_rank = env_int("AISPFLOW_COMM_TEST_DIE_RANK", -1);
   const int hang_rank = env_int("AISPFLOW_COMM_TEST_HANG_RANK", -1);
 
   json results = json::array();
   for (const auto& point : plan.at("points")) {
-    results.push_back(run_point(point, rank, n, warmup, iterations));
+    results.push_back(run_point(point, rank, n, warmup, iterations, window, windows));
     if (rank == die_rank) {
       std::fprintf(stderr, "rank %d: test hook AISPFLOW_COMM_TEST_DIE_RANK: exiting mid-run\n", rank);
       std::fflush(stderr);

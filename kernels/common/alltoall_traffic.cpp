@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 #include <stdexcept>
+#include <string>
 
 namespace aispflow::comm {
 
@@ -68,6 +69,30 @@ double percentile(std::vector<double> samples, double q) {
   const std::size_t lo = std::size_t(std::floor(pos));
   const std::size_t hi = std::min(lo + 1, samples.size() - 1);
   return samples[lo] + (samples[hi] - samples[lo]) * (pos - double(lo));
+}
+
+double link_bound_seconds(const TrafficMatrix& m, int elem_bytes, const std::vector<std::vector<double>>& gbps) {
+  const std::size_t n = m.size();
+  if (gbps.size() < n) throw std::invalid_argument("pair bandwidth for " + std::to_string(gbps.size()) + " GPU(s), " +
+                                                   std::to_string(n) + " ranks");
+  auto seconds = [&](std::size_t s, std::size_t d) {
+    if (m[s][d] == 0) return 0.0;
+    const double b = d < gbps[s].size() ? gbps[s][d] : 0.0;
+    if (!(b > 0))
+      throw std::invalid_argument("no measured bandwidth from GPU " + std::to_string(s) + " to GPU " + std::to_string(d));
+    return double(m[s][d]) * elem_bytes / (b * 1e9);
+  };
+  double worst = 0;
+  for (std::size_t g = 0; g < n; ++g) {
+    double out = 0, in = 0;
+    for (std::size_t p = 0; p < n; ++p)
+      if (p != g) {
+        out += seconds(g, p);
+        in += seconds(p, g);
+      }
+    worst = std::max({worst, out, in});
+  }
+  return worst;
 }
 
 double busbw_from_algbw(double algbw, int ranks) {

@@ -21,6 +21,16 @@ TrafficMatrix traffic_matrix(std::int64_t elements_per_rank, int ranks, double a
 // Elements each rank receives (column sums of the matrix).
 std::vector<std::int64_t> receive_counts(const TrafficMatrix& m);
 
+// The link-bound ideal time of one exchange, in seconds, from its traffic and the measured bandwidth of each
+// directed GPU pair (gbps[s][d], GB/s = 1e9 B/s). A GPU's sends to its peers share its links (on an NVSwitch
+// system one GPU's NVLinks serve every peer; with two GPUs that is the pair's link), and so do its receives, so
+// the exchange cannot end before the busiest port has moved its bytes:
+//   max over GPUs g of max( sum_{d != g} bytes[g][d] / B[g][d],  sum_{s != g} bytes[s][g] / B[s][g] ).
+// The share a rank keeps (m[g][g]) crosses no link and is not counted. 0 when nothing crosses a link (one
+// rank). Throws std::invalid_argument when a pair that carries bytes has no positive bandwidth, or when gbps is
+// smaller than the matrix.
+double link_bound_seconds(const TrafficMatrix& m, int elem_bytes, const std::vector<std::vector<double>>& gbps);
+
 // Gini coefficient of non-negative values (0 = equal shares, -> 1 = all in one); 0 for an empty or all-zero list.
 double gini(const std::vector<std::int64_t>& values);
 // max / mean of the values; 0 when the mean is 0.

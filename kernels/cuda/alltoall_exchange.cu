@@ -53,12 +53,16 @@ NcclAlltoall::NcclAlltoall(int world, std::vector<LocalRank> locals, std::size_t
       Buffers& b = buffers_[l];
       AISPFLOW_CUDA_CHECK(cudaSetDevice(locals_[l].device));
       AISPFLOW_CUDA_CHECK(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking));
+      AISPFLOW_CUDA_CHECK(cudaStreamCreateWithFlags(&b.side, cudaStreamNonBlocking));
       AISPFLOW_CUDA_CHECK(cudaEventCreate(&b.start));
       AISPFLOW_CUDA_CHECK(cudaEventCreate(&b.stop));
+      AISPFLOW_CUDA_CHECK(cudaEventCreateWithFlags(&b.fork, cudaEventDisableTiming));
+      AISPFLOW_CUDA_CHECK(cudaEventCreateWithFlags(&b.join, cudaEventDisableTiming));
       AISPFLOW_CUDA_CHECK(cudaMalloc(&b.send, std::max<std::size_t>(max_bytes, 1)));
       AISPFLOW_CUDA_CHECK(cudaMalloc(&b.recv, std::max<std::size_t>(max_bytes, 1)));
       AISPFLOW_CUDA_CHECK(cudaMalloc(&b.wrong, sizeof(unsigned long long)));
     }
+    threads_ = std::make_unique<RankThreads>(int(locals_.size()));
   } catch (...) {
     release();   // what was made so far; the members' own destructors run after this
     throw;
@@ -68,6 +72,7 @@ NcclAlltoall::NcclAlltoall(int world, std::vector<LocalRank> locals, std::size_t
 NcclAlltoall::~NcclAlltoall() { release(); }
 
 void NcclAlltoall::release() {
+  threads_.reset();
   const auto& api = Nccl::instance().api();
   for (std::size_t l = 0; l < locals_.size(); ++l) {
     Buffers& b = buffers_[l];
@@ -77,7 +82,10 @@ void NcclAlltoall::release() {
     if (b.wrong) cudaFree(b.wrong);
     if (b.start) cudaEventDestroy(b.start);
     if (b.stop) cudaEventDestroy(b.stop);
+    if (b.fork) cudaEventDestroy(b.fork);
+    if (b.join) cudaEventDestroy(b.join);
     if (b.stream) cudaStreamDestroy(b.stream);
+    if (b.side) cudaStreamDestroy(b.side);
     if (locals_[l].comm) api.comm_destroy(locals_[l].comm);
     b = Buffers{};
     locals_[l].comm = nullptr;
@@ -90,31 +98,42 @@ void NcclAlltoall::set_point(const comm::TrafficMatrix& m, int width) {
   send_offset_.assign(std::size_t(world_), std::vector<std::int64_t>(std::size_t(world_)));
   recv_offset_ = send_offset_;
   for (int s = 0; s < world_; ++s)
-    for (int d = 0, o = 0; d < world_; o += int(m[s][d]), ++d) send_offset_[s][d] = o;
+    for (std::int64_t d = 0, o = 0; d < world_; o += m[s][d], ++d) send_offset_[s][d] = o;
   for (int d = 0; d < world_; ++d)
-    for (int s = 0, o = 0; s < world_; o += int(m[s][d]), ++s) recv_offset_[d][s] = o;
+    for (std::int64_t s = 0, o = 0; s < world_; o += m[s][d], ++s) recv_offset_[d][s] = o;
 }
 
-void NcclAlltoall::exchange() {
+void NcclAlltoall::exchange(std::size_t l) {
   const Nccl& nccl = Nccl::instance();
   const auto& api = nccl.api();
+  const int g = locals_[l].rank;
+  Buffers& b = buffers_[l];
+  const bool copy_local = local_copy_ && m_[g][g] > 0;
+  if (copy_local) {   // the kept share beside the exchange: forked from the stream, joined back before it ends
+    AISPFLOW_CUDA_CHECK(cudaEventRecord(b.fork, b.stream));
+    AISPFLOW_CUDA_CHECK(cudaStreamWaitEvent(b.side, b.fork, 0));
+    AISPFLOW_CUDA_CHECK(cudaMemcpyAsync(b.recv + recv_offset_[g][g] * width_, b.send + send_offset_[g][g] * width_,
+                                        std::size_t(m_[g][g]) * width_, cudaMemcpyDeviceToDevice, b.side));
+    AISPFLOW_CUDA_CHECK(cudaEventRecord(b.join, b.side));
+  }
   nccl.check(api.group_start(), "ncclGroupStart");
-  for (std::size_t l = 0; l < locals_.size(); ++l) {
-    const int g = locals_[l].rank;
-    for (int p = 0; p < world_; ++p) {
-      if (m_[g][p] > 0)
-        nccl.check(api.send(buffers_[l].send + send_offset_[g][p] * width_, std::size_t(m_[g][p]) * width_, ncclUint8, p,
-                            locals_[l].comm, buffers_[l].stream), "ncclSend");
-      if (m_[p][g] > 0)
-        nccl.check(api.recv(buffers_[l].recv + recv_offset_[g][p] * width_, std::size_t(m_[p][g]) * width_, ncclUint8, p,
-                            locals_[l].comm, buffers_[l].stream), "ncclRecv");
-    }
+  for (int p = 0; p < world_; ++p) {
+    if (p == g && copy_local) continue;
+    if (m_[g][p] > 0)
+      nccl.check(api.send(b.send + send_offset_[g][p] * width_, std::size_t(m_[g][p]) * width_, ncclUint8, p,
+                          locals_[l].comm, b.stream), "ncclSend");
+    if (m_[p][g] > 0)
+      nccl.check(api.recv(b.recv + recv_offset_[g][p] * width_, std::size_t(m_[p][g]) * width_, ncclUint8, p,
+                          locals_[l].comm, b.stream), "ncclRecv");
   }
   nccl.check(api.group_end(), "ncclGroupEnd");
+  if (copy_local) AISPFLOW_CUDA_CHECK(cudaStreamWaitEvent(b.stream, b.join, 0));
 }
 
 std::uint64_t NcclAlltoall::exchange_and_count_wrong() {
-  for (std::size_t l = 0; l < locals_.size(); ++l) {
+  std::vector<unsigned long long> wrong(locals_.size());
+  threads_->run([&](int li) {
+    const std::size_t l = std::size_t(li);
     const int g = locals_[l].rank;
     Buffers& b = buffers_[l];
     AISPFLOW_CUDA_CHECK(cudaSetDevice(locals_[l].device));
@@ -130,44 +149,39 @@ std::uint64_t NcclAlltoall::exchange_and_count_wrong() {
       fill_pattern<<<1, 1, 0, b.stream>>>(b.send + send_offset_[0][world_ - 1] * width_, 1, width_, 0, world_ - 1, true);
     AISPFLOW_CUDA_CHECK_LAUNCH();
     AISPFLOW_CUDA_CHECK(cudaMemsetAsync(b.wrong, 0, sizeof(unsigned long long), b.stream));
-  }
-  exchange();
-  std::uint64_t wrong = 0;
-  for (std::size_t l = 0; l < locals_.size(); ++l) {
-    const int g = locals_[l].rank;
-    Buffers& b = buffers_[l];
-    AISPFLOW_CUDA_CHECK(cudaSetDevice(locals_[l].device));
+    exchange(l);
     for (int s = 0; s < world_; ++s)
       count_wrong<<<grid_for(m_[s][g]), 256, 0, b.stream>>>(b.recv + recv_offset_[g][s] * width_, m_[s][g], width_, s, g,
                                                              b.wrong);
     AISPFLOW_CUDA_CHECK_LAUNCH();
-    unsigned long long w = 0;
-    AISPFLOW_CUDA_CHECK(cudaMemcpyAsync(&w, b.wrong, sizeof w, cudaMemcpyDeviceToHost, b.stream));
+    AISPFLOW_CUDA_CHECK(cudaMemcpyAsync(&wrong[l], b.wrong, sizeof wrong[l], cudaMemcpyDeviceToHost, b.stream));
     AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(b.stream));
-    wrong += w;
-  }
-  return wrong;
+  });
+  std::uint64_t total = 0;
+  for (auto w : wrong) total += w;
+  return total;
 }
 
-double NcclAlltoall::timed_exchange() {
-  for (std::size_t l = 0; l < locals_.size(); ++l) {
+double NcclAlltoall::timed(int exchanges) {
+  std::vector<double> seconds(locals_.size());
+  threads_->run([&](int li) {
+    const std::size_t l = std::size_t(li);
+    Buffers& b = buffers_[l];
     AISPFLOW_CUDA_CHECK(cudaSetDevice(locals_[l].device));
-    AISPFLOW_CUDA_CHECK(cudaEventRecord(buffers_[l].start, buffers_[l].stream));
-  }
-  exchange();
-  for (std::size_t l = 0; l < locals_.size(); ++l) {
-    AISPFLOW_CUDA_CHECK(cudaSetDevice(locals_[l].device));
-    AISPFLOW_CUDA_CHECK(cudaEventRecord(buffers_[l].stop, buffers_[l].stream));
-  }
-  double slowest = 0;
-  for (std::size_t l = 0; l < locals_.size(); ++l) {
-    AISPFLOW_CUDA_CHECK(cudaEventSynchronize(buffers_[l].stop));
+    AISPFLOW_CUDA_CHECK(cudaEventRecord(b.start, b.stream));
+    for (int i = 0; i < exchanges; ++i) exchange(l);
+    AISPFLOW_CUDA_CHECK(cudaEventRecord(b.stop, b.stream));
+    AISPFLOW_CUDA_CHECK(cudaEventSynchronize(b.stop));
     float ms = 0;
-    AISPFLOW_CUDA_CHECK(cudaEventElapsedTime(&ms, buffers_[l].start, buffers_[l].stop));
-    slowest = std::max(slowest, double(ms) * 1e-3);
-  }
-  return slowest;
+    AISPFLOW_CUDA_CHECK(cudaEventElapsedTime(&ms, b.start, b.stop));
+    seconds[l] = double(ms) * 1e-3;
+  }, /*line_up=*/true);
+  return *std::max_element(seconds.begin(), seconds.end());
 }
+
+double NcclAlltoall::timed_exchange() { return timed(1); }
+
+double NcclAlltoall::timed_window(int exchanges) { return timed(std::max(1, exchanges)); }
 
 #endif
 

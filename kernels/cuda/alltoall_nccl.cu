@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/common/alltoall_traffic.hpp"
+#include "kernels/common/scoped_env.hpp"
 #include "kernels/cuda/alltoall_exchange.hpp"
 #include "kernels/cuda/check.hpp"
 #include "kernels/cuda/nccl.hpp"
@@ -20,12 +21,14 @@ namespace {
 
 using json = nlohmann::json;
 
-// NCCL reads most NCCL_* settings once per process: a second node asking for other values would silently
-// run with the first one's. Remember what the first init used and refuse a different request.
+// NCCL reads its NCCL_* settings from the environment once per process (each parameter is cached on its first
+// read, most of them during the first communicator init, the transport ones when the first connections are made,
+// which the first exchange does): a second node asking for other values would silently run with the first one's.
+// Remember what the first exchange used and refuse a different request.
 std::mutex env_mutex;
 std::map<std::string, std::string>* first_env = nullptr;
 
-void apply_env(const std::map<std::string, std::string>& env) {
+void check_env(const std::map<std::string, std::string>& env) {
   std::lock_guard lock(env_mutex);
   if (first_env) {
     if (*first_env != env)
@@ -33,7 +36,6 @@ void apply_env(const std::map<std::string, std::string>& env) {
                                "with (NCCL reads them once per process): run this variant in its own aispflow run");
     return;
   }
-  for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
   first_env = new std::map<std::string, std::string>(env);
 }
 
@@ -48,7 +50,11 @@ json run_alltoall_nccl(const json& plan) {
   const auto& api = nccl.api();
   std::map<std::string, std::string> env = plan.value("nccl_env", std::map<std::string, std::string>{});
   env["NCCL_NVLS_ENABLE"] = "0";
-  apply_env(env);
+  check_env(env);
+  // Set for this exchange only (init, connections, every point) and restored when it returns, so the settings
+  // never leak into later nodes (a command node's shell, say) whose cache keys do not hold them. The node is
+  // exclusive: nothing else runs, reads the environment or forks meanwhile.
+  kernels::ScopedEnvironment scoped_env(env);
 
   int available = 0;
   AISPFLOW_CUDA_CHECK(cudaGetDeviceCount(&available));
@@ -57,6 +63,7 @@ json run_alltoall_nccl(const json& plan) {
     throw std::runtime_error("ranks: " + std::to_string(asked) + " GPUs asked, " + std::to_string(available) + " present");
   const int n = asked > 0 ? asked : available;
   const int warmup = plan.value("warmup", 5), iterations = plan.value("iterations", 30);
+  const int window = plan.value("window_exchanges", 20), windows = plan.value("windows", 3);
 
   std::vector<ncclComm_t> comms(n);
   std::vector<int> devices(n);
@@ -70,6 +77,7 @@ json run_alltoall_nccl(const json& plan) {
     max_bytes = std::max<std::size_t>(max_bytes, std::size_t(p.at("elements").get<std::int64_t>()) * n *
                                                      p.at("elem_bytes").get<int>());
   NcclAlltoall exchange(n, std::move(locals), max_bytes);   // owns the communicators from here
+  exchange.set_local_copy(plan.value("local_copy", false));
   json points = json::array();
   for (const auto& point : plan.at("points")) {
     exchange.set_point(comm::traffic_matrix(point.at("elements").get<std::int64_t>(), n, point.at("skew").get<double>()),
@@ -83,6 +91,11 @@ json run_alltoall_nccl(const json& plan) {
         if (it >= 0) times.push_back(s);
       }
       out["times_s"] = times;
+      // nccl-tests' measure: exchanges back to back, one window timed (after the warm-up above).
+      std::vector<double> window_s;
+      for (int w = 0; w < windows; ++w) window_s.push_back(exchange.timed_window(window));
+      out["window_s"] = window_s;
+      out["window_exchanges"] = window;
     }
     points.push_back(out);
   }

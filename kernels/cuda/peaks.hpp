@@ -30,6 +30,8 @@ enum class Sabotage {
   fma_half,           // cuda_core.fp32: half the iterations
   fma_short,          // cuda_core.fp32: 8000 of the 8192 iterations (2.3 % of the work missing)
   p2p_half,           // p2p.*: both copies move only the first half of the buffer
+  p2p_lazy_peer,      // p2p.*: the order before issue 18: no pair warmed, peer access enabled only when a kernel
+                      // read first needs it (so the first copy-engine copy of a pair is staged through the host)
 };
 
 // Data whose sum is known exactly without reading it: value(i) = 1 + hash(seed, i) % max_value, small
@@ -104,6 +106,10 @@ Ceiling measure_fp32_fma(Harness& harness, const TimingPolicy& timing, Sabotage 
 // before it is timed. Kind "interconnect", unit GB/s, names "p2p.copy_engine.<src>-><dst>" and
 // "p2p.kernel_read.<src>-><dst>". Empty with fewer than 2 GPUs, unless `include_local`: then each GPU's copy
 // within its own memory (<i>-><i>, the matrix's diagonal) is measured too, by the same two methods.
+// Before any copy, peer access is enabled for every pair that supports it, in both directions, and every pair is
+// copied once untimed by each method: so the first pair measured is measured as the last one is. Every record
+// says how its bytes travelled: "peer_access" (both directions enabled when it was timed) and "path" ("direct",
+// "staged through the host", or "local" on the diagonal).
 std::vector<Ceiling> measure_p2p(std::size_t bytes, const TimingPolicy& timing, bool include_local = false,
                                  Sabotage sabotage = Sabotage::none);
 

@@ -59,6 +59,7 @@ TEST_F(AlltoallNcclTest, EveryGpuVerifiedAndTimed) {
     EXPECT_EQ(p["wrong"], 0);
     EXPECT_GT(p["p50_ms"].get<double>(), 0);
     EXPECT_GT(p["algbw_gbps"].get<double>(), 0);
+    EXPECT_GT(p["b2b_time_ms"].get<double>(), 0) << "the back-to-back measure beside the per-exchange one";
     if (gpus_ == 1) {
       EXPECT_EQ(p["busbw_gbps"].get<double>(), 0) << "n = 1: busbw = algbw x (n-1)/n = 0";
     }
@@ -72,6 +73,20 @@ TEST_F(AlltoallNcclTest, DifferentNcclEnvInOneProcessIsRefused) {
                      "nccl_env: {NCCL_PROTO: Simple}}\n");
   EXPECT_NE(r.code, 0) << r.out << r.err;
   EXPECT_NE((r.out + r.err).find("once per process"), std::string::npos) << r.out << r.err;
+}
+
+// Issue 24: nccl_env reaches NCCL for the exchange only; a command node that runs after it must not inherit it
+// (its cache key does not hold it). The broken case is the old setenv on the aispflow process: the command would
+// print the value.
+TEST_F(AlltoallNcclTest, NcclEnvDoesNotLeakIntoLaterNodes) {
+  const auto r = run("name: a2a\nnodes:\n  a2a:\n    type: alltoall\n    params: {transport: nccl, sizes: [65536], "
+                     "skews: [0], dtypes: [bf16], nccl_env: {NCCL_PROTO: Simple}}\n  after:\n    type: command\n"
+                     "    inputs: [a2a]\n    params: {run: 'echo \"proto=[$NCCL_PROTO]\"'}\n",
+                     "env -u NCCL_PROTO");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(data("a2a")["nccl_env"]["NCCL_PROTO"], "Simple");
+  const std::string out = data("after").value("stdout_tail", std::string());
+  EXPECT_NE(out.find("proto=[]"), std::string::npos) << out;
 }
 
 // The broken case of the data check, for both launches: rank 0 sends one wrong element to the last rank
@@ -97,6 +112,22 @@ TEST_F(AlltoallNcclTest, OneWrongElementFailsEveryPointUntimed) {
 
 // The same transport launched through mpirun, one rank per GPU (launch: mpirun): every point verified and
 // timed, the ranks placed one per GPU. Needs mpirun on the GPU machine (skips with the reason otherwise).
+// The kept share as a device copy beside the exchange: still every element verified (the check covers it), and the
+// broken case (one wrong element) still fails it.
+TEST_F(AlltoallNcclTest, LocalCopyIsVerifiedToo) {
+  for (const std::string env : {"", "AISPFLOW_COMM_TEST_CORRUPT=1"}) {
+    SCOPED_TRACE(env);
+    std::error_code ec;
+    fs::remove_all(dir_ / "cache", ec);   // the test hook is not in the cache key: the second run must not reuse the first
+    const auto r = run("name: a2a\nnodes:\n  a2a:\n    type: alltoall\n    params: {transport: nccl, local_copy: true, "
+                       "sizes: [65536, 2097152], skews: [0, 1.35], dtypes: [bf16]}\n", env);
+    EXPECT_EQ(r.code, env.empty() ? 0 : 3) << r.out << r.err;
+    const json d = data("a2a");
+    EXPECT_EQ(d["local_copy"], true);
+    for (const auto& p : d["points"]) EXPECT_EQ(p["status"], env.empty() ? "ok" : "failed") << p.dump();
+  }
+}
+
 TEST_F(AlltoallNcclTest, UnderMpirunOneRankPerGpu) {
   if (std::system("command -v mpirun > /dev/null 2>&1") != 0) GTEST_SKIP() << "no mpirun on this GPU machine";
   const auto r = run("name: a2a\nnodes:\n  a2a:\n    type: alltoall\n    params: {transport: nccl, launch: mpirun, "

@@ -30,6 +30,9 @@ namespace {
 using namespace aispflow::kernels::cuda;
 
 // The read probes' exactness bound: every partial sum of ExactPattern values stays below 2^24.
+// Set once any test of this process measured p2p (peer access then stays enabled for the process).
+bool p2p_touched = false;
+
 TEST(CudaPeaks, ExactPatternKeepsSumsBelowTwoToThe24) {
   EXPECT_EQ(ExactPattern::max_value_for(0), 8u);
   EXPECT_EQ(ExactPattern::max_value_for(1000), 8u);
@@ -162,6 +165,7 @@ TEST_F(CudaGpu, EveryProbeCheckFailsOnItsBrokenCase) {
   expect_failed(measure_fp32_fma(harness, timing, Sabotage::fma_short), "FMA kernel runs 8000 of 8192 iterations");
   // The pair matrix (every GPU with itself at least): each copy checked against its source.
   const std::size_t p2p_bytes = std::size_t(8) << 20;
+  p2p_touched = true;
   const auto p2p = measure_p2p(p2p_bytes, timing, /*include_local=*/true);
   ASSERT_FALSE(p2p.empty());
   for (const auto& c : p2p)
@@ -178,7 +182,41 @@ TEST_F(CudaGpu, EveryProbeCheckFailsOnItsBrokenCase) {
               l2_read["value"].get<double>(), smem["value"].get<double>());
 }
 
+// How the bytes of each pair travelled (issue 18). The broken case first: the old order (peer access enabled only
+// when a kernel read needs it) leaves the first pair's copy-engine copy staged through the host, and its record
+// must say so; then the fixed order: peer access on both ways before anything, every peer-capable pair direct.
+// Peer access is per process and cannot be queried: the first part needs a process where nothing enabled it yet
+// (ctest runs each test in its own process) and is skipped otherwise.
+TEST_F(CudaGpu, P2pRecordsSayHowTheBytesTravelled) {
+  int gpus = 0, peer = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&gpus), cudaSuccess);
+  if (gpus < 2) GTEST_SKIP() << "one GPU: no pair whose path could be checked (needs 2 or more)";
+  ASSERT_EQ(cudaDeviceCanAccessPeer(&peer, 0, 1), cudaSuccess);
+  if (!peer) GTEST_SKIP() << "GPU 0 has no peer access to GPU 1: every pair is staged through the host";
+  const std::size_t bytes = std::size_t(64) << 20;
+  auto record = [](const std::vector<Ceiling>& all, const std::string& name) {
+    for (const auto& c : all)
+      if (c.value("name", "") == name) return c;
+    return Ceiling();
+  };
+  if (!p2p_touched) {
+    p2p_touched = true;
+    const auto lazy = measure_p2p(bytes, quick(), /*include_local=*/false, Sabotage::p2p_lazy_peer);
+    const Ceiling first = record(lazy, "p2p.copy_engine.0->1");
+    EXPECT_EQ(first["path"], "staged through the host") << first.dump();
+    EXPECT_EQ(first["peer_access"], false) << first.dump();
+  }
+  p2p_touched = true;
+  const auto fixed = measure_p2p(bytes, quick(), /*include_local=*/false);
+  for (const auto& c : fixed) {
+    EXPECT_EQ(c["peer_access"], true) << c.dump();
+    EXPECT_EQ(c["path"], "direct") << c.dump();
+    EXPECT_TRUE(c.value("verified", false)) << c.dump();
+  }
+}
+
 TEST_F(CudaGpu, PeaksAreMeasuredBesideMemcpy) {
+  p2p_touched = true;   // measure_peaks measures the pairs too
   auto backend = make_cuda_backend();
   PeakOptions options;
   options.bandwidth_bytes = double(std::size_t(512) << 20);

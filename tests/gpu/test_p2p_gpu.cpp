@@ -3,6 +3,7 @@
 // GPU's own memory) measured even with one GPU, the heatmaps written. Skips where there is no GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -53,6 +54,51 @@ TEST(P2pNode, MatrixOfEveryGpuVerifiedWithHeatmaps) {
   EXPECT_GE(measured, 2 * gpus) << "at least both methods on every diagonal cell";
   std::error_code ec;
   fs::remove_all(dir, ec);
+}
+
+// Issue 18: on two H200s the first p2p node of a process measured GPU 0 -> 1 at 37 GB/s and 1 -> 0 at 371 GB/s (the
+// first copy ran before peer access was enabled, staged through the host). In a fresh process (aispflow run), the
+// first p2p node's two directions of every link NVML reports as symmetric (the same NVLink count both ways) must
+// agree within 10%, by both methods, and every off-diagonal record must say how its bytes travelled.
+TEST(P2pNode, FirstNodeOfAFreshProcessMeasuresBothDirectionsAlike) {
+  const int gpus = aispflow::test::nvidia_smi_gpu_count();
+  if (gpus < 2) GTEST_SKIP() << "fewer than 2 GPUs (nvidia-smi lists " << gpus << "): no link to measure both ways";
+  std::random_device rd;
+  const fs::path dir = fs::temp_directory_path() / ("aispflow-test-p2p-first-" + std::to_string(rd()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "p2p.yaml") << "name: p2p\nnodes:\n  first:\n    type: p2p\n    params: {size_mib: 256}\n";
+  const auto r = aispflow::test::run_in(dir, "timeout 300 " + quote(aispflow::test::aispflow_binary(AISPFLOW_BIN)) +
+                                                 " run p2p.yaml --backend cuda --progress lines --no-cache --out out");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const json d = json::parse(read_file(dir / "out" / "nodes" / "first" / "artifact.json"))["data"];
+  auto nvlinks = [&](int a, int b) {
+    for (const auto& l : d["links"])
+      if (l["from"] == a && l["to"] == b && l.contains("nvlink_links")) return l["nvlink_links"].get<int>();
+    return -1;
+  };
+  int compared = 0;
+  for (const char* method : {"copy_engine", "kernel_read"}) {
+    const json& v = d["matrices"][method]["values"];
+    for (int a = 0; a < gpus; ++a)
+      for (int b = a + 1; b < gpus; ++b) {
+        if (nvlinks(a, b) < 0 || nvlinks(a, b) != nvlinks(b, a) || v[a][b].is_null() || v[b][a].is_null()) continue;
+        const double x = v[a][b].get<double>(), y = v[b][a].get<double>();
+        EXPECT_LE(std::max(x, y), 1.10 * std::min(x, y))
+            << method << ": GPU " << a << " -> " << b << " " << x << " GB/s, " << b << " -> " << a << " " << y << " GB/s";
+        ++compared;
+      }
+  }
+  for (const auto& p : d["pairs"]) {
+    if (p["from"] == p["to"]) continue;
+    EXPECT_TRUE(p.contains("peer_access") && p.contains("path")) << "how the bytes travelled: " << p.dump();
+    if (p.value("peer_access", false)) {
+      EXPECT_EQ(p["path"], "direct") << p.dump();
+    }
+  }
+  EXPECT_FALSE(d.contains("warnings")) << d["warnings"].dump();
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  if (compared == 0) GTEST_SKIP() << "NVML reports no symmetric link between these GPUs (or no NVLink counts)";
 }
 
 }  // namespace

@@ -81,8 +81,15 @@ TEST_F(AlltoallMpiTest, TwoAndFourRanksVerifiedAndMeasured) {
         EXPECT_GT(p["split_gini"].get<double>(), 0.1);
       }
       EXPECT_EQ(p["bytes_moved"].get<double>(), p["size_bytes"].get<double>() * ranks);
+      // The back-to-back measure beside the per-exchange one (3 windows of 20 exchanges by default).
+      EXPECT_EQ(p["b2b_exchanges"], 20);
+      EXPECT_EQ(p["b2b_windows"], 3);
+      EXPECT_GT(p["b2b_time_ms"].get<double>(), 0);
+      EXPECT_NEAR(p["b2b_busbw_gbps"].get<double>(), p["b2b_algbw_gbps"].get<double>() * (ranks - 1) / ranks, 1e-9);
+      EXPECT_FALSE(p.contains("link_bound_ms")) << "no pair bandwidth given";
     }
-    ASSERT_EQ(d["heatmaps"].size(), 4u);   // (p99, busbw) x 2 dtypes, skew rows x size columns
+    EXPECT_TRUE(d["pair_bandwidth"].contains("unavailable")) << d["pair_bandwidth"].dump();
+    ASSERT_EQ(d["heatmaps"].size(), 6u);   // (p99, busbw, b2b busbw) x 2 dtypes, skew rows x size columns
     for (const auto& h : d["heatmaps"]) {
       ASSERT_EQ(h["values"].size(), 2u);
       EXPECT_EQ(h["values"][0].size(), 2u);
@@ -90,6 +97,28 @@ TEST_F(AlltoallMpiTest, TwoAndFourRanksVerifiedAndMeasured) {
     }
     EXPECT_TRUE(fs::exists(dir_ / "out" / "nodes" / "a2a" / "alltoall.csv"));
     EXPECT_TRUE(fs::exists(dir_ / "out" / "nodes" / "a2a" / "alltoall.md"));
+  }
+}
+
+// The link-bound ideal from pair_gbps: 2 ranks at 1 GB/s per direction; at Zipf 1.35 the hot direction carries
+// more than half of each payload, so its ideal is longer than uniform's, and each efficiency is ideal / measured.
+TEST_F(AlltoallMpiTest, LinkBoundIdealFromPairBandwidth) {
+  write_workflow("{transport: mpi, ranks: 2, sizes: [65536], skews: [0, 1.35], dtypes: [fp32], warmup: 2, "
+                 "iterations: 30, window_exchanges: 5, windows: 2, pair_gbps: 1}");
+  const Result r = run();
+  ASSERT_EQ(r.code, 0) << why(r);
+  const json d = data();
+  EXPECT_EQ(d["pair_bandwidth"]["source"], "param pair_gbps: 1 GB/s for every pair");
+  ASSERT_EQ(d["points"].size(), 2u);
+  const json& uniform = d["points"][0];
+  const json& skewed = d["points"][1];
+  EXPECT_NEAR(uniform["link_bound_ms"].get<double>(), 32768 / 1e9 * 1e3, 1e-9) << "half of 64 KiB crosses at 1 GB/s";
+  EXPECT_GT(skewed["link_bound_ms"].get<double>(), 1.3 * uniform["link_bound_ms"].get<double>());
+  for (const json& p : {uniform, skewed}) {
+    EXPECT_EQ(p["b2b_exchanges"], 5);
+    EXPECT_NEAR(p["link_bound_efficiency"].get<double>(), p["link_bound_ms"].get<double>() / p["p50_ms"].get<double>(), 1e-12);
+    EXPECT_NEAR(p["b2b_link_bound_efficiency"].get<double>(),
+                p["link_bound_ms"].get<double>() / p["b2b_time_ms"].get<double>(), 1e-12);
   }
 }
 

@@ -28,6 +28,19 @@ TEST(AlltoallParams, TransportAndLaunch) {
   EXPECT_NE(node->check_params({{"iterations", 10}}).find("at least 30"), std::string::npos);
 }
 
+TEST(AlltoallParams, BackToBackLocalCopyAndPairBandwidth) {
+  auto node = make_alltoall_node();
+  EXPECT_EQ(node->check_params({{"transport", "nccl"}, {"local_copy", true}, {"window_exchanges", 50}, {"windows", 5}}), "");
+  EXPECT_NE(node->check_params({{"transport", "mpi"}, {"local_copy", true}}).find("local_copy: applies to transport nccl"),
+            std::string::npos);
+  EXPECT_NE(node->check_params({{"window_exchanges", 0}}).find("window_exchanges"), std::string::npos);
+  EXPECT_EQ(node->check_params({{"transport", "nccl"}, {"pair_gbps", 450}}), "");
+  EXPECT_EQ(node->check_params({{"transport", "nccl"}, {"pair_gbps", {{0, 400}, {390, 0}}}}), "");
+  EXPECT_NE(node->check_params({{"pair_gbps", 0}}).find("pair_gbps: expected a number > 0"), std::string::npos);
+  EXPECT_NE(node->check_params({{"pair_gbps", {{0, 400}}}}).find("square matrix"), std::string::npos);
+  EXPECT_NE(node->check_params({{"pair_gbps", {{0, -1}, {1, 0}}}}).find(">= 0"), std::string::npos);
+}
+
 TEST(AlltoallParams, OnlyTheNcclTransportNeedsAGpu) {
   auto node = make_alltoall_node();
   EXPECT_EQ(node->requirements({{"transport", "mpi"}}).gpus, 0);

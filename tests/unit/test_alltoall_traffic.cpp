@@ -74,3 +74,24 @@ TEST(AlltoallTraffic, BusbwIsAlgbwTimesNMinusOneOverN) {
   EXPECT_DOUBLE_EQ(busbw_from_algbw(100, 2), 50);
   EXPECT_DOUBLE_EQ(busbw_from_algbw(100, 1), 0);   // one rank: nothing crosses a link
 }
+
+// The link-bound ideal: uniform over n GPUs at B GB/s is (n-1)/n of the payload over B (an ideal busbw of B);
+// under skew the hot direction bounds it (2 ranks, Zipf 1.15: ~69% of each payload goes to rank 0).
+TEST(AlltoallTraffic, LinkBoundIdealFollowsTheBusiestPort) {
+  const std::vector<std::vector<double>> b2 = {{0, 400}, {400, 0}};
+  const std::int64_t elements = 1 << 20;   // 4 MiB of fp32 per rank
+  const double uniform = link_bound_seconds(traffic_matrix(elements, 2, 0), 4, b2);
+  EXPECT_NEAR(uniform, 0.5 * elements * 4 / 400e9, 1e-15);
+  const TrafficMatrix skewed = traffic_matrix(elements, 2, 1.15);
+  const double hot = double(skewed[1][0]) * 4 / 400e9;   // 1 -> 0 carries the hot share
+  EXPECT_DOUBLE_EQ(link_bound_seconds(skewed, 4, b2), hot);
+  EXPECT_NEAR(link_bound_seconds(skewed, 4, b2) / uniform, 1.38, 0.02) << "the link alone predicts ~1.4x, not 2.4x";
+  // A slower direction bounds its own traffic: 0 -> 1 at 40 GB/s carries 31% and becomes the bound.
+  EXPECT_DOUBLE_EQ(link_bound_seconds(skewed, 4, {{0, 40}, {400, 0}}), double(skewed[0][1]) * 4 / 40e9);
+  // 4 GPUs, uniform: each port moves 3/4 of the payload.
+  const std::vector<std::vector<double>> b4(4, std::vector<double>(4, 100));
+  EXPECT_NEAR(link_bound_seconds(traffic_matrix(elements, 4, 0), 4, b4), 0.75 * elements * 4 / 100e9, 1e-15);
+  EXPECT_EQ(link_bound_seconds(traffic_matrix(elements, 1, 0), 4, {{0}}), 0) << "one rank: nothing crosses a link";
+  EXPECT_THROW(link_bound_seconds(skewed, 4, {{0, 0}, {400, 0}}), std::invalid_argument) << "a pair without bandwidth";
+  EXPECT_THROW(link_bound_seconds(traffic_matrix(elements, 4, 0), 4, b2), std::invalid_argument) << "matrix too small";
+}

@@ -25,6 +25,8 @@ json pair(const std::string& method, int from, int to, double gbps) {
 class FakeTwoGpus final : public kernels::Backend {
  public:
   bool corrupt = false;         // the 0 -> 1 copy engine copy fails its check
+  double one_to_zero = 41;      // GB/s of the 1 -> 0 copy-engine copy (0 -> 1 gives 40)
+  json links = json::array();   // what NVML said about the links
   std::int64_t bytes_seen = 0;
   std::string backend_name() const override { return "fake"; }
   json fingerprint() const override { return {{"device", "two fake GPUs"}}; }
@@ -38,7 +40,7 @@ class FakeTwoGpus final : public kernels::Backend {
   json measure_p2p(std::int64_t bytes, const kernels::TimingPolicy&) override {
     bytes_seen = bytes;
     json pairs = {pair("copy_engine", 0, 0, 1500), pair("kernel_read", 0, 0, 1400),
-                  pair("copy_engine", 0, 1, 40),   pair("copy_engine", 1, 0, 41),
+                  pair("copy_engine", 0, 1, 40),   pair("copy_engine", 1, 0, one_to_zero),
                   pair("copy_engine", 1, 1, 1501), pair("kernel_read", 1, 1, 1399),
                   // 0 <-> 1 kernel reads: no peer access on this fake machine
                   {{"name", "p2p.kernel_read.0->1"}, {"from", 0}, {"to", 1}, {"status", "not measured"},
@@ -48,7 +50,7 @@ class FakeTwoGpus final : public kernels::Backend {
     if (corrupt)
       pairs[2] = {{"name", "p2p.copy_engine.0->1"}, {"from", 0}, {"to", 1}, {"status", "failed"},
                   {"reason", "4096 of 16777216 values differ"}};
-    return {{"gpus", 2}, {"devices", json::array()}, {"links", json::array()}, {"pairs", pairs}};
+    return {{"gpus", 2}, {"devices", json::array()}, {"links", links}, {"pairs", pairs}};
   }
 };
 
@@ -109,6 +111,46 @@ TEST_F(P2pNodeTest, AFailedCopyFailsTheNode) {
     EXPECT_NE(std::string(e.what()).find("did not deliver"), std::string::npos) << e.what();
   }
   EXPECT_NE(test::read_file(dir_ / "p2p.md").find("4096 of 16777216 values differ"), std::string::npos);
+}
+
+json link(int from, int to, int nvlinks) { return {{"from", from}, {"to", to}, {"peer_access", true}, {"nvlink_links", nvlinks}}; }
+
+// The plausibility check: on a link NVML reports as symmetric, directions within 10% pass silently...
+TEST_F(P2pNodeTest, SymmetricLinkWithAgreeingDirectionsHasNoWarning) {
+  FakeTwoGpus backend;
+  backend.links = {link(0, 1, 18), link(1, 0, 18)};
+  backend.one_to_zero = 43.9;   // 9.75% above 40
+  const json d = run(backend).data;
+  EXPECT_FALSE(d.contains("warnings")) << d["warnings"].dump();
+  for (const auto& p : d["pairs"]) EXPECT_FALSE(p.contains("warnings")) << p.dump();
+}
+
+// ... and the broken case of issue 18 (one direction 10x slower on the first measurement) is flagged in both
+// records, in the node's data and at the top of p2p.md.
+TEST_F(P2pNodeTest, SymmetricLinkWithDirectionsTenfoldApartIsFlagged) {
+  FakeTwoGpus backend;
+  backend.links = {link(0, 1, 18), link(1, 0, 18)};
+  backend.one_to_zero = 400;
+  const json d = run(backend).data;
+  ASSERT_TRUE(d.contains("warnings"));
+  ASSERT_EQ(d["warnings"].size(), 1u) << "one method, one pair";
+  const std::string w = d["warnings"][0];
+  EXPECT_NE(w.find("GPU 0 -> 1 40.0 GB/s but GPU 1 -> 0 400.0 GB/s"), std::string::npos) << w;
+  EXPECT_NE(w.find("18 NVLink"), std::string::npos) << w;
+  int flagged = 0;
+  for (const auto& p : d["pairs"]) flagged += p.contains("warnings") ? 1 : 0;
+  EXPECT_EQ(flagged, 2);
+  EXPECT_EQ(test::read_file(dir_ / "p2p.md").rfind("**Warning:**", 0), 0u);
+}
+
+// Where NVML cannot say, or says the link is not symmetric, the directions may differ: no warning.
+TEST_F(P2pNodeTest, NoWarningWithoutASymmetricLinkFromNvml) {
+  for (const json& links : {json::array(), json{link(0, 1, 18), link(1, 0, 12)}}) {
+    FakeTwoGpus backend;
+    backend.links = links;
+    backend.one_to_zero = 400;
+    EXPECT_FALSE(run(backend).data.contains("warnings")) << links.dump();
+  }
 }
 
 TEST(P2pNode, NeedsAGpuAndRejectsBadParams) {
