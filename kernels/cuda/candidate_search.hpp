@@ -68,8 +68,9 @@ std::optional<std::size_t> run_candidate_search(std::vector<SearchCandidate>& ca
 // A short policy for screening: enough samples to rank candidates, little time each.
 TimingPolicy screening_policy(const TimingPolicy& full);
 
-// The search's correctness check on one candidate: output poisoned with NaN, one launch, every element compared
-// with the reference, on the first and the last operand copy. Sets status, verified, max_rel_err and reason.
+// The search's correctness check on one candidate (step 1 above): output poisoned with NaN, one launch, every
+// element compared with the reference, on the first and the last operand copy, then the epilogue on its own.
+// Sets status, verified, max_rel_err, epilogue_check and reason.
 void verify_candidate(SearchCandidate& c, GemmProblem& problem, cudaStream_t stream);
 
 // A provider that can list, for a case, every candidate it could have recorded, bound to a problem: the same
