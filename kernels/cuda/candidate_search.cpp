@@ -11,14 +11,22 @@ namespace aispflow::kernels::cuda {
 
 namespace {
 
-// Poisons the output, runs once, compares every element with the reference, on the first and the last operand
-// copy (same data at other addresses: what could differ is alignment-dependent behaviour).
+// Poisons the output, runs once, checks the guards around C (when the problem has them), compares every element
+// with the reference, on the first and the last operand copy (same data at other addresses: what could differ is alignment-dependent behaviour).
 void verify(SearchCandidate& c, GemmProblem& problem, cudaStream_t stream) {
   try {
     for (int copy : {0, problem.copies() - 1}) {
       problem.poison_output(stream, copy);
+      problem.reset_guards(stream);
       c.launch(stream, copy);
       AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
+      // A write outside C (guarded for code aispflow did not write) fails the candidate whatever C holds.
+      if (auto outside = problem.check_guards(stream)) {
+        c.status = "failed";
+        c.verified = false;
+        c.reason = "memory check failed: " + *outside;
+        return;
+      }
       const Comparison cmp = problem.check_output(stream, copy);
       c.max_rel_err = std::max(c.max_rel_err, cmp.max_rel_err);
       const double bound = problem.tolerance() + c.extra_tolerance;
@@ -75,6 +83,9 @@ std::optional<std::size_t> run_candidate_search(std::vector<SearchCandidate>& ca
                                                 const SearchOptions& options) {
   const cudaStream_t stream = harness.stream();
   for (auto& c : candidates) verify(c, problem, stream);
+  // A candidate that failed by writing outside C left the guards broken: restore them, so that a check after
+  // timing (plugin providers) sees only what the timed candidates did.
+  problem.reset_guards(stream);
 
   std::vector<std::size_t> finalists;
   for (std::size_t i = 0; i < candidates.size(); ++i)

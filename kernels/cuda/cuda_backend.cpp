@@ -23,6 +23,7 @@
 #include "kernels/cuda/nvml.hpp"
 #include "kernels/cuda/ours/ours_provider.hpp"
 #include "kernels/cuda/peaks.hpp"
+#include "kernels/cuda/plugin_provider.hpp"
 
 namespace aispflow::kernels {
 
@@ -123,6 +124,13 @@ class CudaBackend final : public Backend {
     return (providers_[name] = std::move(p)).get();
   }
 
+  GemmProvider* plugin_provider(const GemmPluginProvider& entry) override {
+    std::lock_guard lock(mutex_);
+    auto& slot = plugin_providers_[entry.name];
+    if (!slot) slot = std::make_unique<cuda::PluginGemmProvider>(entry, [this]() -> GpuContext& { return context(0); });
+    return slot.get();
+  }
+
   std::vector<std::string> auto_providers() const override { return {"cublaslt", "cublaslt.sweep"}; }
 
   std::vector<Ceiling> measure_peaks(const PeakOptions& options) override {
@@ -206,6 +214,7 @@ class CudaBackend final : public Backend {
   std::mutex mutex_;           // providers_
   std::mutex context_mutex_;   // contexts_
   std::map<std::string, std::unique_ptr<GemmProvider>> providers_;
+  std::map<std::string, std::unique_ptr<GemmProvider>> plugin_providers_;   // by plugin provider name
   std::map<int, std::unique_ptr<GpuContext>> contexts_;
 };
 

@@ -39,6 +39,8 @@ int graph_command(const WorkflowArgs& args);
 int nodes_command(const std::string& type, bool as_json);
 int cache_command(const std::string& action, const std::string& cache_dir);   // ls | gc | clear
 int hw_command(const std::string& backend, bool as_json);
+// Built-in GEMM providers, then the providers of the plugins (.so) and workflows' plugins (.yaml) in `files`.
+int providers_command(const std::vector<std::string>& files, bool as_json);
 
 // The cache directory: --cache, else $AISPFLOW_CACHE, else .aispflow/cache in the working directory.
 std::string default_cache_dir(const std::string& from_option);

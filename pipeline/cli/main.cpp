@@ -106,6 +106,13 @@ int run_cli(int argc, char** argv) {
   hw->add_option("--backend", hw_backend, "auto | cpu | cuda")->capture_default_str();
   hw->add_flag("--json", hw_json, "machine-readable output");
 
+  std::vector<std::string> provider_files;
+  bool providers_json = false;
+  auto* providers = app.add_subcommand("providers", "list GEMM providers, with those of plugins and workflows' plugins");
+  providers->add_option("files", provider_files, "plugin files (.so) and workflows (.yaml) whose plugins to load")
+      ->type_name("FILE");
+  providers->add_flag("--json", providers_json, "machine-readable output");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -120,6 +127,7 @@ int run_cli(int argc, char** argv) {
   if (*nodes) return cli::nodes_command(node_type, nodes_json);
   if (*cache) return cli::cache_command(cache_action, cache_dir);
   if (*hw) return cli::hw_command(hw_backend, hw_json);
+  if (*providers) return cli::providers_command(provider_files, providers_json);
   return kExitBadInput;
 }
 

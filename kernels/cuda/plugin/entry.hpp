@@ -8,7 +8,7 @@ namespace aispflow::kernels {
 class Backend;
 
 // Raise whenever Backend, GemmProvider, Environment or the signatures below change.
-constexpr int kCudaPluginAbi = 1;
+constexpr int kCudaPluginAbi = 2;   // 2: Backend::plugin_provider
 
 using CudaPluginAbiFn = int (*)();
 using CudaDeviceAvailableFn = bool (*)(std::string* why_not);
