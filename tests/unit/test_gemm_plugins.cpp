@@ -175,7 +175,7 @@ TEST(WorkflowPlugins, ErrorsNameTheFileLineAndField) {
   e = parse_error("plugins: [" + test::test_plugin("v2_only").string() +
                       "]\nnodes: {a: {type: command, params: {run: 'true'}}}\n", wf);
   EXPECT_NE(e.find("wf.yaml:1"), std::string::npos) << e;
-  EXPECT_NE(e.find("libtest_plugin_v2_only.so implements plugin ABI v2"), std::string::npos) << e;
+  EXPECT_NE(e.find("libtest_plugin_v2_only.so' implements plugin ABI v2"), std::string::npos) << e;
 
   // A sweep naming a provider no plugin offers is still an error, listing what is known.
   e = parse_error("nodes: {a: {type: gemm_sweep, params: {providers: [example.nothing], shapes: [{name: s, m: 8, n: 8, k: 8}]}}}\n", wf);
