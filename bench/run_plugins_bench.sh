@@ -34,8 +34,12 @@ for f in sorted(glob.glob("/tmp/aispflow-plugins-out/nodes/*/artifact.json")):
     out[f.split("/")[-2]] = json.load(open(f))
 json.dump(out, open(os.path.join(sys.argv[1], "sweeps.json"), "w"), indent=1)
 PY
-python3 "$B/bench/triton_do_bench.py" --kernels "$B/plugins/triton_kernels" \
-  --sweep /tmp/aispflow-plugins-out/nodes/triton_nn/artifact.json --out "$OUT/do_bench.json" > "$OUT/do_bench.log" 2>&1
+sweeps=()
+for n in triton_nn triton; do
+  [ -f /tmp/aispflow-plugins-out/nodes/$n/artifact.json ] && sweeps+=(/tmp/aispflow-plugins-out/nodes/$n/artifact.json)
+done
+python3 "$B/bench/triton_do_bench.py" --kernels "$B/plugins/triton_kernels" --sweep "${sweeps[@]}" \
+  --out "$OUT/do_bench.json" > "$OUT/do_bench.log" 2>&1
 echo "do_bench exit $?" >> "$OUT/do_bench.log"
 "$B/run" plugin_dispatch "$B/plugins/libaispflow_triton.so" "$B/plugins/triton_kernels" "$OUT/dispatch.json" \
   > "$OUT/dispatch.log" 2>&1
