@@ -85,6 +85,15 @@ TEST_F(PluginProviderTest, WritePastCIsCaught) {
   EXPECT_NE(r.reason.find("memory check failed: wrote 16 guard bytes outside C"), std::string::npos) << r.reason;
 }
 
+TEST_F(PluginProviderTest, WritePastCDuringTimingIsCaughtAfterTiming) {
+  auto p = provider(test::test_plugin("sabotage"), "test.past_c_late");
+  ASSERT_TRUE(p);
+  const GemmRecord r = p->run(bf16(96, 160, 64), quick()).front();
+  EXPECT_EQ(r.status, "failed");
+  EXPECT_FALSE(r.time.has_value());
+  EXPECT_NE(r.reason.find("memory check failed after timing: wrote"), std::string::npos) << r.reason;
+}
+
 TEST_F(PluginProviderTest, ErrorCodeIsFailedWithTheMessage) {
   auto p = provider(test::test_plugin("sabotage"), "test.error");
   ASSERT_TRUE(p);

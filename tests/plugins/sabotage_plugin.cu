@@ -4,6 +4,8 @@
 //   test.wrong    the same, with one element of C off by 0.5
 //   test.past_c   the same, and it also writes 16 bytes past the end of C
 //   test.error    returns error code 7 without launching anything
+//   test.past_c_late  correct for its first two calls (aispflow's verification, first and last operand copy), then
+//                     writes past C like test.past_c: only the guard check after timing can catch it
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -39,6 +41,14 @@ int fail(const aispflow_gemm_case_v1_t*, int, const void*, const void*, void*, c
          void*, void*) {
   return 7;
 }
+// Counts calls on the host; a call made while a CUDA graph is captured bakes the bad mode into the graph's replays.
+int late_calls = 0;
+int run_late(const aispflow_gemm_case_v1_t* g, int config, const void* a, const void* b, void* c, const float* sa,
+             const float* sb, const void* bias, void* ws, void* stream) {
+  return ++late_calls <= 2 ? run<kCorrect>(g, config, a, b, c, sa, sb, bias, ws, stream)
+                           : run<kPastC>(g, config, a, b, c, sa, sb, bias, ws, stream);
+}
+
 const char* error_string(int code) { return code == 7 ? "the test plugin's planted error" : nullptr; }
 
 const char* const kConfigs[] = {"naive"};
@@ -47,8 +57,9 @@ const char* const kConfigs[] = {"naive"};
    nullptr, nullptr, nullptr, fn, error_string}
 const aispflow_gemm_provider_v1_t kProviders[] = {
     AISPFLOW_TEST_PROVIDER("test.correct", run<kCorrect>), AISPFLOW_TEST_PROVIDER("test.wrong", run<kWrong>),
-    AISPFLOW_TEST_PROVIDER("test.past_c", run<kPastC>), AISPFLOW_TEST_PROVIDER("test.error", fail)};
-const aispflow_gemm_plugin_v1_t kPlugin = {AISPFLOW_GEMM_PLUGIN_ABI_VERSION, "aispflow-test-sabotage", 4, kProviders};
+    AISPFLOW_TEST_PROVIDER("test.past_c", run<kPastC>), AISPFLOW_TEST_PROVIDER("test.error", fail),
+    AISPFLOW_TEST_PROVIDER("test.past_c_late", run_late)};
+const aispflow_gemm_plugin_v1_t kPlugin = {AISPFLOW_GEMM_PLUGIN_ABI_VERSION, "aispflow-test-sabotage", 5, kProviders};
 
 }  // namespace
 
