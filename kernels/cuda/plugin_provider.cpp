@@ -1,6 +1,7 @@
 #include "kernels/cuda/plugin_provider.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <random>
 
@@ -134,7 +135,12 @@ std::optional<std::string> PluginGemmProvider::unsupported(const GemmCase& c) co
   if (chosen(c, gemm, &why).empty()) return why;
   const double need = GemmProblem::device_bytes(c.shape, *spec) + 4.0 * double(kGuardBytes);
   const double have = sys.devices.front().memory_gib * double(1ull << 30);
-  if (need > have) return "needs " + std::to_string(need / double(1ull << 30)) + " GiB of GPU memory; the device has less";
+  if (need > have) {
+    char buffer[96];
+    std::snprintf(buffer, sizeof buffer, "needs %.2f GiB of GPU memory; the device has %.2f GiB",
+                  need / double(1ull << 30), have / double(1ull << 30));
+    return std::string(buffer);
+  }
   return std::nullopt;
 }
 
