@@ -19,7 +19,15 @@ namespace aispflow {
 
 bool is_gpu_provider_name(const std::string& name) {
   const auto& gpu = kernels::gpu_provider_names();
-  return std::find(gpu.begin(), gpu.end(), name) != gpu.end();
+  // Plugin providers enqueue CUDA work: they are GPU providers too.
+  return std::find(gpu.begin(), gpu.end(), name) != gpu.end() || kernels::GemmPlugins::instance().find(name);
+}
+
+std::vector<std::string> builtin_provider_names() {
+  std::vector<std::string> names = {"auto"};
+  for (const auto& n : kernels::cpu_provider_names()) names.push_back(n);
+  for (const auto& n : kernels::gpu_provider_names()) names.push_back(n);
+  return names;
 }
 
 std::vector<std::string> expand_providers(const kernels::Backend& backend, const std::vector<std::string>& requested) {
@@ -88,7 +96,8 @@ json run_sweep(kernels::Backend& backend, const SweepPlan& plan, const SweepHook
   };
   std::vector<Resolved> providers;
   for (const auto& name : plan.providers) {
-    kernels::GemmProvider* p = backend.provider(name);
+    const kernels::GemmPluginProvider* plugin = kernels::GemmPlugins::instance().find(name);
+    kernels::GemmProvider* p = plugin ? backend.plugin_provider(*plugin) : backend.provider(name);
     if (p) {
       const json options = plan.provider_options.value(name, json::object());
       if (const std::string problem = p->check_options(options); !problem.empty())
@@ -142,6 +151,9 @@ json run_sweep(kernels::Backend& backend, const SweepPlan& plan, const SweepHook
         if (r.shape.name.empty()) r.shape.name = c.shape.name;
         r.layout = c.layout;
         r.epilogue = c.epilogue;
+        // Every record of a plugin provider names the plugin, skipped ones included.
+        if (const auto* plugin = kernels::GemmPlugins::instance().find(rp.name); plugin && !r.extra.contains("plugin"))
+          r.extra["plugin"] = plugin->plugin_json();
         enforce_honesty(r);
         ++summary[r.status];
         records.push_back(r.to_json(env));
@@ -173,14 +185,13 @@ const std::vector<std::string>& known_dtypes() {
 // Provider names that can be checked without constructing a backend: the CPU providers every backend
 // offers, plus GPU provider names (checked against the real backend when the node runs).
 std::string check_provider_names(const std::vector<std::string>& names) {
-  std::vector<std::string> known = {"auto"};
-  for (const auto& n : kernels::cpu_provider_names()) known.push_back(n);
-  for (const auto& n : kernels::gpu_provider_names()) known.push_back(n);
+  std::vector<std::string> known = builtin_provider_names();
+  for (const auto& n : kernels::GemmPlugins::instance().names()) known.push_back(n);
   for (const auto& name : names) {
     if (std::find(known.begin(), known.end(), name) != known.end()) continue;
     const std::string hint = closest_match(name, known);
     return "providers: unknown provider '" + name + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)") +
-           "; known: " + join(known) + " (GPU providers run on the cuda backend)";
+           "; known: " + join(known) + " (GPU providers run on the cuda backend; a workflow's `plugins:` add more)";
   }
   return {};
 }
@@ -293,7 +304,8 @@ class GemmSweepNode final : public NodeType {
   std::vector<ParamSpec> params() const override {
     return {
         {"providers", ParamKind::list, json::array({"auto"}), false,
-         "GEMM providers (cpu.naive, cpu.blocked, cpu.openblas, cublaslt, cublaslt.sweep) or auto"},
+         "GEMM providers (cpu.naive, cpu.blocked, cpu.openblas, cublaslt, cublaslt.sweep, ..., the providers of the "
+         "workflow's plugins: `aispflow providers`) or auto"},
         {"shapes", ParamKind::list, json(), false, "inline shapes [{name, m, n, k[, batch]}]; default: the inputs'"},
         {"dtypes", ParamKind::list, json::array({"fp32"}), false, "data types: " + join(known_dtypes())},
         {"layout", ParamKind::any, json(), false,
@@ -351,6 +363,21 @@ class GemmSweepNode final : public NodeType {
       return e.what();
     }
     return {};
+  }
+  // The plugins whose providers this sweep names: their content is part of its key (a rebuilt plugin re-runs
+  // exactly the sweeps that use it).
+  std::vector<std::string> key_files(const json& params) const override {
+    std::vector<std::string> files;
+    try {
+      for (const auto& name : string_list(params, "providers", {"auto"}))
+        if (const auto* plugin = kernels::GemmPlugins::instance().find(name)) {
+          const std::string path = plugin->plugin_path.string();
+          if (std::find(files.begin(), files.end(), path) == files.end()) files.push_back(path);
+        }
+    } catch (const std::exception&) {
+      // Malformed providers are reported by check_params.
+    }
+    return files;
   }
   NodeOutput run(NodeContext& ctx) const override {
     // Provider names are checked against the active backend here (check_params only knows the CPU ones).

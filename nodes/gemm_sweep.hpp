@@ -38,7 +38,9 @@ std::vector<std::string> expand_providers(const kernels::Backend& backend, const
 // carries timing: nothing unverified is ever reported as a measurement.
 json run_sweep(kernels::Backend& backend, const SweepPlan& plan, const SweepHooks& hooks = {});
 
-// True for provider names that need a GPU (the CUDA backend's cublaslt, cublaslt.sweep, ...).
+// True for provider names that need a GPU (the CUDA backend's cublaslt, cublaslt.sweep, ..., plugin providers).
 bool is_gpu_provider_name(const std::string& name);
+// "auto" and every provider name built into aispflow (CPU and GPU): names a plugin may not take.
+std::vector<std::string> builtin_provider_names();
 
 }  // namespace aispflow

@@ -1,6 +1,8 @@
 // The one place node types are registered. Adding a node type = one file in nodes/ + one line here.
 #include "nodes/register_all.hpp"
 
+#include "kernels/common/gemm_plugin.hpp"
+#include "nodes/gemm_sweep.hpp"
 #include "nodes/node_factories.hpp"
 
 namespace aispflow {
@@ -21,6 +23,10 @@ void register_builtin_nodes(Registry& registry) {
   registry.add(make_alltoall_compare_node());
   registry.add(make_p2p_node());
   registry.add(make_ncu_node());
+  // A workflow's `plugins:` are GEMM provider plugins (docs/plugins.md).
+  registry.set_plugin_loader([](const std::filesystem::path& file) {
+    kernels::GemmPlugins::instance().add(file, builtin_provider_names());
+  });
 }
 
 }  // namespace aispflow

@@ -151,7 +151,7 @@ bool requirements_empty(const Requirements& r) {
   return r.gpus == 0 && r.min_compute_capability == 0 && r.features.empty() && r.min_gpu_memory_gib == 0;
 }
 
-// Every file a node's path / path_list params name, as written in the params.
+// Every file a node's path / path_list params name, as written in the params, then the type's own key files.
 std::vector<std::string> declared_files(const NodeType& type, const json& params) {
   std::vector<std::string> files;
   for (const auto& spec : type.param_specs()) {
@@ -163,6 +163,7 @@ std::vector<std::string> declared_files(const NodeType& type, const json& params
       for (const auto& v : *it)
         if (v.is_string()) files.push_back(v.get<std::string>());
   }
+  for (auto& f : type.key_files(params)) files.push_back(std::move(f));
   return files;
 }
 

@@ -101,6 +101,10 @@ class NodeType {
   // Extra semantic checks after type checking (e.g. "dtype must be one of ..."). Return an error message
   // naming the field, or an empty string. Called by `validate` and before running.
   virtual std::string check_params(const json& /*params*/) const { return {}; }
+  // Files this node's output depends on beyond its path params (absolute paths): their content enters the cache
+  // key as a path param's does, and a change re-runs the node naming the file. gemm_sweep names the plugins whose
+  // providers it sweeps (and no others).
+  virtual std::vector<std::string> key_files(const json& /*params*/) const { return {}; }
   // Throws NodeError (or any std::exception) to fail.
   virtual NodeOutput run(NodeContext& ctx) const = 0;
 

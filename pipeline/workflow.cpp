@@ -415,7 +415,7 @@ struct DeclaredNode {
 
 // `executor:` configures where nodes run (docs/slurm.md); pipeline/slurm/profile.cpp reads it, and only
 // when a run asks for that executor, so a local run never depends on it.
-const std::vector<std::string> kTopLevelKeys = {"name", "nodes", "doc", "description", "executor"};
+const std::vector<std::string> kTopLevelKeys = {"name", "nodes", "plugins", "doc", "description", "executor"};
 const std::vector<std::string> kNodeKeys = {"type",      "params",    "inputs", "matrix",
                                             "resources", "exclusive", "doc",    "description"};
 
@@ -805,6 +805,37 @@ void add_required_resources(NodeDecl& n, const NodeType& type, const json& compl
   }
 }
 
+// `plugins: [path, ...]`, each relative to the workflow file, loaded through the registry's plugin loader.
+std::vector<std::filesystem::path> load_plugins(const YamlReader& yaml, const Registry& registry, const YAML::Node& key,
+                                                const YAML::Node& value, const std::filesystem::path& file) {
+  if (!value.IsSequence())
+    throw InputError(yaml.value_loc(key, value), "", "plugins", "expected a list of plugin files (.so)");
+  const std::filesystem::path dir = file.empty() ? std::filesystem::current_path() : file.parent_path();
+  std::vector<std::filesystem::path> out;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const YAML::Node item = value[i];
+    const std::string field = "plugins[" + std::to_string(i) + "]";
+    if (!item.IsScalar() || item.Scalar().empty())
+      throw InputError(yaml.loc(item), "", field, "expected the path of a plugin file (.so)");
+    std::filesystem::path path(item.Scalar());
+    if (path.is_relative()) path = dir / path;
+    path = path.lexically_normal();
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec))
+      throw InputError(yaml.loc(item), "", field,
+                       "plugin file '" + item.Scalar() + "' does not exist (looked for " + path.string() + ")");
+    if (!registry.plugin_loader())
+      throw InputError(yaml.loc(item), "", field, "this program cannot load plugins");
+    try {
+      registry.plugin_loader()(path);
+    } catch (const std::exception& e) {
+      throw InputError(yaml.loc(item), "", field, e.what());
+    }
+    if (std::find(out.begin(), out.end(), path) == out.end()) out.push_back(path);
+  }
+  return out;
+}
+
 Workflow parse_document(const std::string& text, const std::string& label, const std::filesystem::path& file,
                         const Registry& registry, const std::vector<std::string>& override_texts) {
   std::vector<Override> overrides;
@@ -836,6 +867,9 @@ Workflow parse_document(const std::string& text, const std::string& label, const
       wf.name = v.Scalar();
     } else if (key == "nodes") {
       nodes_entry = {k, v};
+    } else if (key == "plugins") {
+      // Loaded now, before any node's params are checked: a sweep may name the providers they bring.
+      wf.plugins = load_plugins(yaml, registry, k, v, file);
     } else if (key != "doc" && key != "description" && key != "executor") {
       throw InputError(yaml.loc(k), "", key,
                        "unknown top-level key" + did_you_mean(key, kTopLevelKeys) +

@@ -48,6 +48,8 @@ struct Workflow {
   std::string name;                  // `name:` or the file stem
   std::filesystem::path file;        // absolute path of the workflow file
   std::vector<NodeDecl> nodes;       // expanded, in file order
+  // `plugins:` (absolute paths), loaded through Registry::plugin_loader before any node's params were checked.
+  std::vector<std::filesystem::path> plugins;
   bool operator==(const Workflow&) const = default;
 };
 

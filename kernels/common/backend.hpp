@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/common/gemm.hpp"
+#include "kernels/common/gemm_plugin.hpp"
 #include "pipeline/environment.hpp"
 
 namespace aispflow::kernels {
@@ -36,6 +37,9 @@ class Backend : public Environment {
   virtual std::vector<std::string> provider_names() const = 0;
   // nullptr for an unknown name.
   virtual GemmProvider* provider(const std::string& name) = 0;
+  // The provider that runs a loaded plugin's table (docs/plugins.md), made once per name; nullptr on a backend that
+  // cannot run plugins (they enqueue CUDA work: the CPU backend cannot).
+  virtual GemmProvider* plugin_provider(const GemmPluginProvider& /*entry*/) { return nullptr; }
   // What `providers: [auto]` means on this backend.
   virtual std::vector<std::string> auto_providers() const = 0;
   // Measured bandwidth and compute ceilings.

@@ -64,15 +64,21 @@ std::function<void(cudaStream_t)> rotating(const SearchCandidate& c, int copies)
 
 }  // namespace
 
-// Poisons the output, runs once, compares every element with the reference, on the first and the last operand
-// copy, each against its own reference (the copies hold different data: a launch that reads the wrong copy
-// fails); then the epilogue on its own.
+// Poisons the output, runs once, checks the guards around C (when the problem has them), compares every element
+// with the reference, on the first and the last operand copy, each against its own reference (the copies hold
+// different data: a launch that reads the wrong copy fails); then the epilogue on its own.
 void verify_candidate(SearchCandidate& c, GemmProblem& problem, cudaStream_t stream) {
   try {
     for (int copy : {0, problem.copies() - 1}) {
       problem.poison_output(stream, copy);
+      problem.reset_guards(stream);
       c.launch(stream, copy);
       AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
+      // A write outside C (guarded for code aispflow did not write) fails the candidate whatever C holds.
+      if (auto outside = problem.check_guards(stream)) {
+        fail(c, "memory check failed: " + *outside);
+        return;
+      }
       const Comparison cmp = problem.check_output(stream, copy);
       c.max_rel_err = std::max(c.max_rel_err, cmp.max_rel_err);
       const double bound = problem.tolerance() + c.extra_tolerance;
@@ -131,6 +137,9 @@ std::optional<std::size_t> run_candidate_search(std::vector<SearchCandidate>& ca
                                                 const SearchOptions& options) {
   const cudaStream_t stream = harness.stream();
   for (auto& c : candidates) verify_candidate(c, problem, stream);
+  // A candidate that failed by writing outside C left the guards broken: restore them, so that a check after
+  // timing (plugin providers) sees only what the timed candidates did.
+  problem.reset_guards(stream);
 
   std::vector<std::size_t> finalists;
   for (std::size_t i = 0; i < candidates.size(); ++i)

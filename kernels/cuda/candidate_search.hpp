@@ -1,10 +1,11 @@
 #pragma once
 // The one candidate search behind every provider that picks among several kernels for a case: `ours.cluster`
 // with autotune (and any provider with a single candidate), the same steps `cublaslt.sweep` takes:
-//   1. verify every candidate: output poisoned with NaN, one launch, every element compared with the reference,
-//      on the first and on the last operand copy (each copy holds its own data and has its own reference); with
-//      an epilogue, also the epilogue on its own (compare_epilogue: the fused output against the same kernel's
-//      output without the epilogue, `bare`); a candidate failing any check is `failed` and never timed;
+//   1. verify every candidate: output poisoned with NaN, one launch, the guard bytes around C checked (problems
+//      that have them), every element compared with the reference, on the first and on the last operand copy
+//      (each copy holds its own data and has its own reference); with an epilogue, also the epilogue on its own
+//      (compare_epilogue: the fused output against the same kernel's output without the epilogue, `bare`); a
+//      candidate failing any check is `failed` and never timed;
 //   2. screen the verified ones with a short timing (only when there are more than `finalists`);
 //   3. time the finalists interleaved (Harness::time_interleaved: same clocks and power state for all);
 //   4. the fastest finalist wins; when several were timed, the winner is timed once more on its own (its

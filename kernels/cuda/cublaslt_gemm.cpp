@@ -4,6 +4,9 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
 #include <stdexcept>
 
 #include "kernels/common/verify.hpp"
@@ -133,10 +136,13 @@ GemmProblem::GemmProblem(const GemmShape& shape, const LtDtype& dtype, std::uint
   auto round_up = [](std::size_t bytes) { return (bytes + 255) / 256 * 256; };
   a_stride_ = round_up(std::size_t(a_count) * elem_bytes(dtype.ab));
   b_stride_ = round_up(std::size_t(b_count) * elem_bytes(dtype.ab));
-  c_stride_ = round_up(std::size_t(c_count()) * elem_bytes(dtype.c));
+  c_bytes_ = std::size_t(c_count()) * elem_bytes(dtype.c);
+  c_guard_ = round_up(variant.c_guard_bytes);
+  c_stride_ = round_up(c_bytes_) + c_guard_;
   a_ = DeviceBuffer(a_stride_ * std::size_t(copies_));
   b_ = DeviceBuffer(b_stride_ * std::size_t(copies_));
-  c_ = DeviceBuffer(c_stride_ * std::size_t(copies_));
+  c_ = DeviceBuffer(c_guard_ + c_stride_ * std::size_t(copies_));
+  if (c_guard_ > 0) AISPFLOW_CUDA_CHECK(cudaMemsetAsync(c_.get(), kGuardByte, c_.bytes(), stream));
   const std::size_t references = copies_ > 1 ? 2 : 1;   // the first and the last copy
   ref_ = DeviceBuffer(references * std::size_t(c_count()) * sizeof(float));
   floor_ = DeviceBuffer(references * std::size_t(c_count()) * sizeof(float));
@@ -208,6 +214,39 @@ std::atomic<int> g_operand_copy_sabotage{0};
 OperandCopySabotage::OperandCopySabotage() { ++g_operand_copy_sabotage; }
 OperandCopySabotage::~OperandCopySabotage() { --g_operand_copy_sabotage; }
 bool OperandCopySabotage::active() { return g_operand_copy_sabotage.load() > 0; }
+
+void GemmProblem::reset_guards(cudaStream_t stream) {
+  if (c_guard_ == 0) return;
+  AISPFLOW_CUDA_CHECK(cudaMemsetAsync(c_.get(), kGuardByte, c_guard_, stream));
+  for (int copy = 0; copy < copies_; ++copy) {
+    const std::size_t begin = c_guard_ + std::size_t(copy) * c_stride_ + c_bytes_;
+    AISPFLOW_CUDA_CHECK(cudaMemsetAsync(c_.as<char>() + begin, kGuardByte, c_stride_ - c_bytes_, stream));
+  }
+}
+
+std::optional<std::string> GemmProblem::check_guards(cudaStream_t stream) const {
+  if (c_guard_ == 0) return std::nullopt;
+  AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
+  // Every byte of the buffer outside the copies' C: the guard before copy 0, then after each copy its padding and
+  // the guard that follows (which is the next copy's leading guard).
+  std::vector<unsigned char> host;
+  std::size_t bad = 0;
+  std::string first;
+  for (int copy = -1; copy < copies_; ++copy) {
+    const std::size_t begin = copy < 0 ? 0 : c_guard_ + std::size_t(copy) * c_stride_ + c_bytes_;
+    const std::size_t end = c_guard_ + std::size_t(copy + 1) * c_stride_;
+    host.resize(end - begin);
+    AISPFLOW_CUDA_CHECK(cudaMemcpy(host.data(), c_.as<char>() + begin, host.size(), cudaMemcpyDeviceToHost));
+    for (std::size_t i = 0; i < host.size(); ++i) {
+      if (host[i] == kGuardByte) continue;
+      if (bad++ == 0)
+        first = copy < 0 ? std::to_string(host.size() - i) + " bytes before the start of C (operand copy 0)"
+                         : "at byte " + std::to_string(i) + " past the end of C (operand copy " + std::to_string(copy) + ")";
+    }
+  }
+  if (bad == 0) return std::nullopt;
+  return "wrote " + std::to_string(bad) + " guard bytes outside C; the first " + first;
+}
 
 // kernels::default_tolerance is the bound the CPU providers use, with the same error metric. tf32 gets a
 // floor of 8 * 2^-11: rounding both operands to 10-bit mantissas makes each product off by up to 2^-10,

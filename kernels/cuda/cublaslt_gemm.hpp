@@ -41,6 +41,9 @@ std::vector<std::string> lt_dtype_names();
 struct GemmVariant {
   bool b_transposed = false;           // layout nt: B stored row-major N x K
   Epilogue epilogue = Epilogue::none;  // bias / bias_gelu: a random bias[N] in the output type
+  // Bytes of guard before and after every copy of C (rounded up to 256), filled with a known pattern: code aispflow
+  // did not write (plugins) is checked for writes outside C with GemmProblem::check_guards. 0: no guards.
+  std::size_t c_guard_bytes = 0;
   static GemmVariant of(const GemmCase& c) { return {c.layout == "nt", epilogue_from_name(c.epilogue)}; }
 };
 
@@ -78,7 +81,8 @@ class GemmProblem {
   // at most max_copies.
   static int copies_for_cold_l2(const GemmShape& shape, const LtDtype& dtype, double l2_bytes, int max_copies);
 
-  void poison_output(cudaStream_t stream, int copy = 0) { poison(c(copy), std::size_t(c_stride_), stream); }
+  // C's own bytes only: the guard bytes that follow it stay as they are.
+  void poison_output(cudaStream_t stream, int copy = 0) { poison(c(copy), c_bytes_, stream); }
   // The copies that have a reference, hence can be verified: the first and the last.
   bool verifiable(int copy) const { return copy == 0 || copy == copies_ - 1; }
   // C of `copy` against that copy's own reference; throws std::invalid_argument for a copy without one.
@@ -91,6 +95,13 @@ class GemmProblem {
     return compare_to_reference(static_cast<char*>(c(copy)) + std::size_t(first) * std::size_t(elem_bytes(dtype_.c)), dtype_.c,
                                 reference(copy) + first, error_floor(copy) + first, count, stream);
   }
+  bool has_guards() const { return c_guard_ > 0; }
+  // nullopt when every guard byte around every copy of C still holds its pattern; else what was overwritten,
+  // e.g. "wrote 128 bytes outside C: the first 0 bytes after the end of C (operand copy 0)". Synchronises.
+  std::optional<std::string> check_guards(cudaStream_t stream) const;
+  // Writes the pattern into every guard again (before each verification, so one candidate's stray write is never
+  // blamed on the next).
+  void reset_guards(cudaStream_t stream);
   // The tolerance verification applies (see cublaslt_gemm.cpp).
   double tolerance() const;
 
@@ -98,7 +109,8 @@ class GemmProblem {
   // launch bound to copy 0 would read.
   void* a(int copy = 0) const { return a_.as<char>() + std::size_t(read_copy(copy)) * a_stride_; }
   void* b(int copy = 0) const { return b_.as<char>() + std::size_t(read_copy(copy)) * b_stride_; }
-  void* c(int copy = 0) const { return c_.as<char>() + std::size_t(copy) * c_stride_; }
+  // C of `copy`, after the guard that precedes it (when the problem has guards).
+  void* c(int copy = 0) const { return c_.as<char>() + c_guard_ + std::size_t(copy) * c_stride_; }
   // The fp32 reference and its error floor of a verifiable copy (see verifiable()).
   const float* reference(int copy = 0) const { return ref_.as<float>() + std::size_t(ref_slot(copy) * c_count()); }
   const float* error_floor(int copy = 0) const { return floor_.as<float>() + std::size_t(ref_slot(copy) * c_count()); }
@@ -112,14 +124,16 @@ class GemmProblem {
   static constexpr int kScaleSlotFloats = 64;
   int read_copy(int copy) const { return operands_from_copy0_ ? 0 : copy; }
   std::int64_t ref_slot(int copy) const;
+  static constexpr unsigned char kGuardByte = 0xA5;   // the guard pattern (poison is 0xFF)
   GemmShape shape_;
   LtDtype dtype_;
   bool b_transposed_ = false;
   Epilogue epilogue_ = Epilogue::none;
   std::uint64_t seed_;
   int copies_ = 1;
-  std::size_t a_stride_ = 0, b_stride_ = 0, c_stride_ = 0;   // bytes per copy, rounded up to 256
+  std::size_t a_stride_ = 0, b_stride_ = 0, c_stride_ = 0;   // bytes per copy, rounded up to 256 (C: + its guard)
   bool operands_from_copy0_ = false;                           // the test hook, as it was at construction
+  std::size_t c_bytes_ = 0, c_guard_ = 0;                     // C's own bytes; guard before each copy and after the last
   float scale_a_ = 1, scale_b_ = 1;
   DeviceBuffer a_, b_, c_, ref_, floor_, scales_, bias_;
 };

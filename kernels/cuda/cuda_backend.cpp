@@ -24,6 +24,7 @@
 #include "kernels/cuda/ours/ours_provider.hpp"
 #include "kernels/cuda/peaks.hpp"
 #include "kernels/cuda/tensor_pipe.hpp"
+#include "kernels/cuda/plugin_provider.hpp"
 
 namespace aispflow::kernels {
 
@@ -109,6 +110,13 @@ class CudaBackend final : public Backend {
     std::unique_ptr<GemmProvider> p = make_cuda_gemm_provider(name, [this]() -> GpuContext& { return context(0); });
     if (!p) return nullptr;
     return (providers_[name] = std::move(p)).get();
+  }
+
+  GemmProvider* plugin_provider(const GemmPluginProvider& entry) override {
+    std::lock_guard lock(mutex_);
+    auto& slot = plugin_providers_[entry.name];
+    if (!slot) slot = std::make_unique<cuda::PluginGemmProvider>(entry, [this]() -> GpuContext& { return context(0); });
+    return slot.get();
   }
 
   std::vector<std::string> auto_providers() const override { return {"cublaslt", "cublaslt.sweep"}; }
@@ -201,6 +209,7 @@ class CudaBackend final : public Backend {
   std::mutex mutex_;           // providers_
   std::mutex context_mutex_;   // contexts_
   std::map<std::string, std::unique_ptr<GemmProvider>> providers_;
+  std::map<std::string, std::unique_ptr<GemmProvider>> plugin_providers_;   // by plugin provider name
   std::map<int, std::unique_ptr<GpuContext>> contexts_;
 };
 

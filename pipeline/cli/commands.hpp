@@ -53,6 +53,8 @@ int hw_command(const std::string& backend, bool as_json);
 // `aispflow run-node REQUEST`: one node of a workflow inside a Slurm job (hidden; pipeline/slurm/job.hpp).
 int run_node_command(const std::string& request, const std::string& cache_dir, const std::string& backend);
 int report_command(const ReportArgs& args);   // pipeline/cli/report_command.cpp
+// Built-in GEMM providers, then the providers of the plugins (.so) and workflows' plugins (.yaml) in `files`.
+int providers_command(const std::vector<std::string>& files, bool as_json);
 
 // The cache directory: --cache, else $AISPFLOW_CACHE, else .aispflow/cache in the working directory.
 std::string default_cache_dir(const std::string& from_option);

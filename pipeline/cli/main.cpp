@@ -150,6 +150,12 @@ int run_cli(int argc, char** argv) {
   replay->add_option("--kernel", replay_args.kernel, "another candidate's kernel (default: the record's)");
   replay->add_option("--warmup", replay_args.warmup, "launches before the profiled one")->check(CLI::NonNegativeNumber);
   replay->add_option("--out", replay_args.out, "write the result JSON here (default: stdout)")->type_name("FILE");
+  std::vector<std::string> provider_files;
+  bool providers_json = false;
+  auto* providers = app.add_subcommand("providers", "list GEMM providers, with those of plugins and workflows' plugins");
+  providers->add_option("files", provider_files, "plugin files (.so) and workflows (.yaml) whose plugins to load")
+      ->type_name("FILE");
+  providers->add_flag("--json", providers_json, "machine-readable output");
 
   try {
     app.parse(argc, argv);
@@ -168,6 +174,7 @@ int run_cli(int argc, char** argv) {
   if (*run_node) return cli::run_node_command(node_request, node_cache, node_backend);
   if (*report) return cli::report_command(report_args);
   if (*replay) return cli::replay_command(replay_args);
+  if (*providers) return cli::providers_command(provider_files, providers_json);
   return kExitBadInput;
 }
 

@@ -61,6 +61,9 @@ Workflow load_workflow_cached(const fs::path& file, const Registry& registry, co
     }
   }
   Workflow w = parse_workflow(text.str(), file, registry, overrides);
+  // A workflow with plugins is never stored: loading them is part of the parse (a cached parse would leave them
+  // unloaded), and its validity depends on their contents, which the entry's key does not cover.
+  if (!w.plugins.empty()) return w;
   try {
     atomic_write_file(entry, encode_workflow(w));
   } catch (const std::exception&) {

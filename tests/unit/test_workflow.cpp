@@ -206,8 +206,8 @@ TEST(WorkflowErrors, TypeCheckMessageIsReportedAtTheParamItNames) {
 
 TEST(WorkflowErrors, UnknownKeys) {
   EXPECT_EQ(error_of("node:\n  a: {type: command}\n"),
-            "wf.yaml:1:1: field 'node': unknown top-level key (did you mean 'nodes'?); allowed: name, nodes, doc, "
-            "description, executor");
+            "wf.yaml:1:1: field 'node': unknown top-level key (did you mean 'nodes'?); allowed: name, nodes, plugins, "
+            "doc, description, executor");
   EXPECT_EQ(error_of("nodes:\n  a:\n    type: command\n    input: [b]\n"),
             "wf.yaml:4:5: node 'a': field 'input': unknown key (did you mean 'inputs'?); allowed keys: type, params, "
             "inputs, matrix, resources, exclusive, doc, description");

@@ -13,7 +13,12 @@ endif()
 
 set(_cutlass_dir "")
 set(_cutlass_why "")
-if(AISPFLOW_CUTLASS_DIR)
+# OFF: build without the CUTLASS instances even where the headers are found (quick builds, GPU bundles that do
+# not need them); the cutlass* providers then say so.
+option(AISPFLOW_CUTLASS "build the CUTLASS instances when the CUTLASS headers are found" ON)
+if(NOT AISPFLOW_CUTLASS)
+  set(_cutlass_why "built without CUTLASS (-DAISPFLOW_CUTLASS=OFF)")
+elseif(AISPFLOW_CUTLASS_DIR)
   if(EXISTS ${AISPFLOW_CUTLASS_DIR}/include/cutlass/version.h)
     set(_cutlass_dir ${AISPFLOW_CUTLASS_DIR})
   else()

@@ -8,7 +8,7 @@ namespace aispflow::kernels {
 class Backend;
 
 // Raise whenever Backend, GemmProvider, Environment or the signatures below change.
-constexpr int kCudaPluginAbi = 2;   // 2: aispflow_cuda_replay_gemm
+constexpr int kCudaPluginAbi = 3;   // 2: aispflow_cuda_replay_gemm; 3: Backend::plugin_provider
 
 using CudaPluginAbiFn = int (*)();
 using CudaDeviceAvailableFn = bool (*)(std::string* why_not);
