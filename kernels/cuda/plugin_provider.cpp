@@ -201,12 +201,22 @@ std::vector<GemmRecord> PluginGemmProvider::run(const GemmCase& c, const TimingP
       SearchCandidate sc;
       sc.kernel = table->config_names[i];
       sc.identity = {{"config", sc.kernel}};
-      sc.launch = [this, table, gemm, i, &problem, workspace, fp8](cudaStream_t s, int copy) {
-        const int code = table->run(&gemm, i, problem.a(copy), problem.b(copy), problem.c(copy),
-                                    fp8 ? problem.device_scale_a() : nullptr, fp8 ? problem.device_scale_b() : nullptr,
-                                    problem.bias(), workspace->get(), s);
-        if (code != 0) throw CudaError(run_error(code));
+      auto bind = [this, table, i, &problem, workspace, fp8](const aispflow_gemm_case_v1_t& g) -> BoundLaunch {
+        return [this, table, g, i, &problem, workspace, fp8](cudaStream_t s, int copy) {
+          const int code = table->run(&g, i, problem.a(copy), problem.b(copy), problem.c(copy),
+                                      fp8 ? problem.device_scale_a() : nullptr, fp8 ? problem.device_scale_b() : nullptr,
+                                      problem.bias(), workspace->get(), s);
+          if (code != 0) throw CudaError(run_error(code));
+        };
       };
+      sc.launch = bind(gemm);
+      // With an epilogue, the same configuration without it, where the plugin offers that: the epilogue's own
+      // check needs it (candidate_search.hpp); without it a fused record fails verification, never passes unchecked.
+      if (problem.epilogue() != Epilogue::none && (table->epilogues & plugin_epilogue_bit("none"))) {
+        aispflow_gemm_case_v1_t bare = gemm;
+        bare.epilogue = plugin_epilogue_bit("none");
+        if (!table->check || table->check(&bare, i) == nullptr) sc.bare = bind(bare);
+      }
       candidates.push_back(std::move(sc));
     }
     const bool autotune = c.options.value("autotune", false);
@@ -234,10 +244,8 @@ std::vector<GemmRecord> PluginGemmProvider::run(const GemmCase& c, const TimingP
     rec.kernel = w.kernel;
     rec.verified = true;
     rec.max_rel_err = w.max_rel_err;
-    rec.time = w.full->stats;
     rec.extra["config"] = w.kernel;
-    rec.extra["timing"] = w.full->timing_json();
-    if (!w.full->warnings.empty()) rec.extra["warnings"] = w.full->warnings;
+    record_winner_measurement(rec, w);
   } catch (const std::exception& e) {
     rec.status = "failed";
     rec.verified = false;
