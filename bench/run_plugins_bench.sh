@@ -35,7 +35,7 @@ for f in sorted(glob.glob("/tmp/aispflow-plugins-out/nodes/*/artifact.json")):
 json.dump(out, open(os.path.join(sys.argv[1], "sweeps.json"), "w"), indent=1)
 PY
 sweeps=()
-for n in triton_nn triton; do
+for n in triton_nn triton_nn_rest0 triton; do
   [ -f /tmp/aispflow-plugins-out/nodes/$n/artifact.json ] && sweeps+=(/tmp/aispflow-plugins-out/nodes/$n/artifact.json)
 done
 python3 "$B/bench/triton_do_bench.py" --kernels "$B/plugins/triton_kernels" --sweep "${sweeps[@]}" \

@@ -109,6 +109,7 @@ def main():
             "cubin_sha256_aispflow": rows[rec["kernel"]]["sha256"], "cubin_sha256_do_bench": sha,
             "same_cubin": sha == rows[rec["kernel"]]["sha256"],
             "host_compile_sha256": host_sha, "host_compile_byte_identical": host_sha == sha,
+            "aispflow_rest": (rec.get("timing") or {}).get("rest", "2x (default)"),
             "aispflow_median_ms": aispflow_ms, "do_bench_median_ms": median_ms,
             "aispflow_tflops": 2.0 * m * n * k / (aispflow_ms * 1e-3) / 1e12,
             "do_bench_tflops": 2.0 * m * n * k / (median_ms * 1e-3) / 1e12,
