@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <random>
 
 #include "kernels/cuda/check.hpp"
 #include "kernels/cuda/cublaslt_gemm.hpp"
+#include "kernels/cuda/device.hpp"
 #include "kernels/cuda/device_buffer.hpp"
 
 namespace aispflow::kernels::cuda {
@@ -121,6 +123,14 @@ void record_winner_measurement(GemmRecord& rec, const SearchCandidate& w) {
                                           "the time reported is this round's";
   if (!m.warnings.empty()) rec.extra["warnings"] = m.warnings;
   if (!w.epilogue_check.is_null()) rec.extra["epilogue_check"] = w.epilogue_check;
+}
+
+std::uint64_t random_seed() { return (std::uint64_t(std::random_device{}()) << 32) | std::random_device{}(); }
+
+int operand_copies_for(const TimingPolicy& timing, const GemmShape& shape, const LtDtype& spec, int device) {
+  if (!timing.flush_cache) return 1;
+  return GemmProblem::copies_for_cold_l2(shape, spec, double(system_info().devices[std::size_t(device)].l2_bytes),
+                                         Harness::kMaxGraphLaunches);
 }
 
 TimingPolicy screening_policy(const TimingPolicy& full) {

@@ -66,6 +66,12 @@ std::optional<std::size_t> run_candidate_search(std::vector<SearchCandidate>& ca
                                                 Harness& harness, const TimingPolicy& timing,
                                                 const SearchOptions& options = {});
 
+// A fresh random seed for a problem's operands (records keep it, so `aispflow replay` rebuilds the same data).
+std::uint64_t random_seed();
+// How many operand copies a problem keeps for timing: with L2 flushing asked for, enough that a graph of short
+// launches still reads cold operands (GemmProblem::copies_for_cold_l2 on `device`'s L2), else 1.
+int operand_copies_for(const TimingPolicy& timing, const GemmShape& shape, const LtDtype& spec, int device);
+
 // A short policy for screening: enough samples to rank candidates, little time each.
 TimingPolicy screening_policy(const TimingPolicy& full);
 

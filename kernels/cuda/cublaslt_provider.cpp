@@ -132,12 +132,8 @@ std::vector<GemmRecord> CublasLtProvider::run(const GemmCase& gemm, const Timing
       return {rec};
     }
 
-    const std::uint64_t seed = (std::uint64_t(std::random_device{}()) << 32) | std::random_device{}();
-    // With L2 flushing asked for, enough operand copies that a graph of short launches still reads cold data.
-    const int copies = timing.flush_cache
-                           ? GemmProblem::copies_for_cold_l2(shape, spec, double(system_info().devices[std::size_t(ctx.device())].l2_bytes),
-                                                             Harness::kMaxGraphLaunches)
-                           : 1;
+    const std::uint64_t seed = random_seed();
+    const int copies = operand_copies_for(timing, shape, spec, ctx.device());
     // Random operands (+ bias) and the fp32 reference, epilogue included.
     GemmProblem problem(shape, spec, seed, stream, copies, GemmVariant::of(gemm));
     rec.tolerance = problem.tolerance();

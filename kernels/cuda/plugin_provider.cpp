@@ -162,11 +162,8 @@ std::vector<GemmRecord> PluginGemmProvider::run(const GemmCase& c, const TimingP
     std::lock_guard busy(ctx.busy());
     ScopedDevice on(ctx.device());
     const LtDtype spec = *lt_dtype(c.dtype);
-    const std::uint64_t seed = (std::uint64_t(std::random_device{}()) << 32) | std::random_device{}();
-    const auto& device = system_info().devices[std::size_t(ctx.device())];
-    const int copies = timing.flush_cache ? GemmProblem::copies_for_cold_l2(c.shape, spec, double(device.l2_bytes),
-                                                                             Harness::kMaxGraphLaunches)
-                                          : 1;
+    const std::uint64_t seed = random_seed();
+    const int copies = operand_copies_for(timing, c.shape, spec, ctx.device());
     GemmVariant variant = GemmVariant::of(c);
     variant.c_guard_bytes = kGuardBytes;
     GemmProblem problem(c.shape, spec, seed, ctx.stream(), copies, variant);

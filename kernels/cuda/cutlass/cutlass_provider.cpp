@@ -142,10 +142,8 @@ std::vector<GemmRecord> CutlassProvider::run(const GemmCase& gemm, const TimingP
     const int arch = instance_arch_for(dev);
     const LtDtype spec = *lt_dtype(gemm.dtype);
 
-    const std::uint64_t seed = (std::uint64_t(std::random_device{}()) << 32) | std::random_device{}();
-    const int copies = timing.flush_cache ? GemmProblem::copies_for_cold_l2(gemm.shape, spec, double(dev.l2_bytes),
-                                                                            Harness::kMaxGraphLaunches)
-                                          : 1;
+    const std::uint64_t seed = random_seed();
+    const int copies = operand_copies_for(timing, gemm.shape, spec, ctx.device());
     // GemmProblem stores fp8's B as N x K whatever the layout (as for cuBLASLt): cutlass_storage_layout().
     GemmProblem problem(gemm.shape, spec, seed, stream, copies, GemmVariant::of(gemm));
     if (problem.copies() > 1)   // as every GPU GEMM provider records them (docs/records.md)
