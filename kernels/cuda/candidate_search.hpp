@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/common/timing.hpp"
+#include "kernels/cuda/cublaslt_gemm.hpp"
 #include "kernels/cuda/harness.hpp"
 #include "kernels/cuda/ours/our_kernel.hpp"
 
