@@ -105,49 +105,48 @@ Ceiling measure_tensor_pipe(Harness& harness, const DeviceInfo& device, const st
   double best_flops = 0;
   const std::pair<bool, int> shapes[] = {{false, 2}, {false, 3}, {true, 2}};   // (A from registers, warpgroups)
   for (const auto& [from_registers, warpgroups] : shapes) {
-    {
-      TensorPipeLaunch l;
-      l.dtype = *dt;
-      l.from_registers = from_registers;
-      l.warpgroups = warpgroups;
-      l.blocks = sabotage == TensorPipeSabotage::half_blocks ? blocks / 2 : blocks;
-      l.steps = sabotage == TensorPipeSabotage::half_steps ? kSteps / 2 : kSteps;
-      l.expected_steps = kSteps;
-      l.wrong = counters.wrong();
-      l.blocks_done = counters.blocks_done();
-      l.clocks = counters.clocks();
-      auto launch = [&, l](cudaStream_t s) {
-        if (sabotage == TensorPipeSabotage::noop) return;
-        AISPFLOW_CUDA_CHECK(launch_tensor_pipe(l, s));
-      };
-      json v = {{"variant", variant_name(l)}};
-      // Verified before it is timed: zeroed counters, one launch, no accumulator off the closed form and every
-      // SM's block done (a launch that does nothing leaves blocks_done at 0).
-      counters.reset(stream);
-      launch(stream);
-      const Counters::Read r = counters.read(stream);
-      if (r.wrong != 0 || r.blocks_done != blocks) {
-        v["status"] = "failed";
-        v["reason"] = std::to_string(r.wrong) + " accumulators off the closed form " + std::to_string(kSteps * 4) +
-                      " x " + std::to_string(k) + " x row x column value; " + std::to_string(r.blocks_done) +
-                      " of " + std::to_string(blocks) + " blocks done";
-        variants.push_back(std::move(v));
-        continue;
-      }
-      TimingPolicy policy = timing;
-      policy.flush_cache = false;   // nothing in global memory to speak of
-      Measurement m = harness.time(policy, launch);
-      const double flops = double(blocks) * warpgroups * kSteps * 4 * 2.0 * 64 * 256 * k;
-      v["status"] = "ok";
-      v["value"] = flops / (m.stats.median_ms * 1e-3) / 1e12;
-      v["time_ms"] = m.stats.to_json();
+    TensorPipeLaunch l;
+    l.dtype = *dt;
+    l.from_registers = from_registers;
+    l.warpgroups = warpgroups;
+    l.blocks = sabotage == TensorPipeSabotage::half_blocks ? blocks / 2 : blocks;
+    l.steps = sabotage == TensorPipeSabotage::half_steps ? kSteps / 2 : kSteps;
+    l.expected_steps = kSteps;
+    l.wrong = counters.wrong();
+    l.blocks_done = counters.blocks_done();
+    l.clocks = counters.clocks();
+    auto launch = [&, l](cudaStream_t s) {
+      if (sabotage == TensorPipeSabotage::noop) return;
+      AISPFLOW_CUDA_CHECK(launch_tensor_pipe(l, s));
+    };
+    json v = {{"variant", variant_name(l)}};
+    // Verified before it is timed: zeroed counters, one launch, no accumulator off the closed form and every
+    // SM's block done (a launch that does nothing leaves blocks_done at 0).
+    counters.reset(stream);
+    launch(stream);
+    const Counters::Read r = counters.read(stream);
+    if (r.wrong != 0 || r.blocks_done != blocks) {
+      v["status"] = "failed";
+      v["reason"] = std::to_string(r.wrong) + " accumulators off the closed form " + std::to_string(kSteps * 4) +
+                    " x " + std::to_string(k) + " x row x column value; " + std::to_string(r.blocks_done) +
+                    " of " + std::to_string(blocks) + " blocks done";
       variants.push_back(std::move(v));
-      if (!best || m.stats.median_ms / flops < best->stats.median_ms / best_flops) {
-        best = std::move(m);
-        best_launch = l;
-        best_flops = flops;
-      }
+      continue;
     }
+    TimingPolicy policy = timing;
+    policy.flush_cache = false;   // nothing in global memory to speak of
+    Measurement m = harness.time(policy, launch);
+    const double flops = double(blocks) * warpgroups * kSteps * 4 * 2.0 * 64 * 256 * k;
+    v["status"] = "ok";
+    v["value"] = flops / (m.stats.median_ms * 1e-3) / 1e12;
+    v["time_ms"] = m.stats.to_json();
+    variants.push_back(std::move(v));
+    if (!best || m.stats.median_ms / flops < best->stats.median_ms / best_flops) {
+      best = std::move(m);
+      best_launch = l;
+      best_flops = flops;
+    }
+  }
   c["variants"] = variants;
   if (!best) {
     c["status"] = "failed";
