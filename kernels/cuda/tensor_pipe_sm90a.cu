@@ -42,19 +42,21 @@ __device__ __forceinline__ std::uint32_t packed(float v) {
   }
 }
 
+// scale_d = 0 starts a new sum (the first instruction of an fp8 chain), 1 accumulates.
 template <int Dt>
-__device__ __forceinline__ void mma_ss(float (&d)[128], std::uint64_t desc_a, std::uint64_t desc_b) {
-  if constexpr (Dt == kPipeBf16) wgmma_ss_bf16_n256(d, desc_a, desc_b, 1);
-  else if constexpr (Dt == kPipeFp16) wgmma_ss_f16_n256(d, desc_a, desc_b, 1);
-  else if constexpr (Dt == kPipeTf32) wgmma_ss_tf32_n256(d, desc_a, desc_b, 1);
-  else wgmma_ss_e4m3_n256(d, desc_a, desc_b, 1);
+__device__ __forceinline__ void mma_ss(float (&d)[128], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d) {
+  if constexpr (Dt == kPipeBf16) wgmma_ss_bf16_n256(d, desc_a, desc_b, scale_d);
+  else if constexpr (Dt == kPipeFp16) wgmma_ss_f16_n256(d, desc_a, desc_b, scale_d);
+  else if constexpr (Dt == kPipeTf32) wgmma_ss_tf32_n256(d, desc_a, desc_b, scale_d);
+  else wgmma_ss_e4m3_n256(d, desc_a, desc_b, scale_d);
 }
 template <int Dt>
-__device__ __forceinline__ void mma_rs(float (&d)[128], const std::uint32_t (&a)[4], std::uint64_t desc_b) {
-  if constexpr (Dt == kPipeBf16) wgmma_rs_bf16_n256(d, a, desc_b, 1);
-  else if constexpr (Dt == kPipeFp16) wgmma_rs_f16_n256(d, a, desc_b, 1);
-  else if constexpr (Dt == kPipeTf32) wgmma_rs_tf32_n256(d, a, desc_b, 1);
-  else wgmma_rs_e4m3_n256(d, a, desc_b, 1);
+__device__ __forceinline__ void mma_rs(float (&d)[128], const std::uint32_t (&a)[4], std::uint64_t desc_b,
+                                       int scale_d) {
+  if constexpr (Dt == kPipeBf16) wgmma_rs_bf16_n256(d, a, desc_b, scale_d);
+  else if constexpr (Dt == kPipeFp16) wgmma_rs_f16_n256(d, a, desc_b, scale_d);
+  else if constexpr (Dt == kPipeTf32) wgmma_rs_tf32_n256(d, a, desc_b, scale_d);
+  else wgmma_rs_e4m3_n256(d, a, desc_b, scale_d);
 }
 
 __device__ __forceinline__ std::uint64_t global_timer_ns() {
@@ -68,8 +70,17 @@ __device__ __forceinline__ std::uint64_t global_timer_ns() {
 constexpr int kRowBytes = 128;
 constexpr int kARows = 64, kBRows = 256;
 // + room to align the tiles to 1024 bytes; 41 KiB, under the 48 KiB a launch may take without opting in.
-constexpr int kSmemBytes = (kARows + kBRows) * kRowBytes + 1024;
-static_assert(kSmemBytes <= 48 * 1024);
+constexpr int kTileBytes = (kARows + kBRows) * kRowBytes + 1024;
+static_assert(kTileBytes <= 48 * 1024);
+// fp8's wgmma accumulates in fewer bits than fp32: over 4096 chained K-steps every accumulator came out off the
+// closed form on the H100. So fp8 sums chains of kFp8ChainSteps steps (64 K-steps, a sum that its accumulator
+// holds exactly) and adds each chain's result into fp32 partial sums in shared memory, one per accumulator
+// (what a GEMM's promotion does, here off the tensor pipe's path: the other warpgroup keeps issuing meanwhile).
+constexpr int kFp8ChainSteps = 16;
+template <int Dt, int Warpgroups>
+constexpr int smem_bytes() {
+  return kTileBytes + (Dt == kPipeE4m3 ? Warpgroups * 128 * 128 * int(sizeof(float)) : 0);
+}
 
 // Each warpgroup accumulates D[64 x 256] += A[64 x 128 B] * B[256 x 128 B]^T, four instructions (one 128-byte row
 // of K) per step, one group of four kept in flight while the next is issued. After the loop every thread compares
@@ -106,6 +117,11 @@ __global__ void __launch_bounds__(Warpgroups * 128, 1)
   float d[128];
 #pragma unroll
   for (int i = 0; i < 128; ++i) d[i] = 0.0f;
+  // fp8 only: this thread's fp32 partial sums, interleaved with the other threads' (conflict-free).
+  float* promoted = reinterpret_cast<float*>(tiles + (kARows + kBRows) * kRowBytes) + threadIdx.x;
+  constexpr bool kPromote = Dt == kPipeE4m3;
+  if constexpr (kPromote)
+    for (int i = 0; i < 128; ++i) promoted[i * blockDim.x] = 0.0f;
 
   unsigned long long cycles0 = 0, ns0 = 0;
   if (blockIdx.x == 0 && threadIdx.x == 0) {
@@ -113,15 +129,24 @@ __global__ void __launch_bounds__(Warpgroups * 128, 1)
     ns0 = global_timer_ns();
   }
   for (int s = 0; s < steps; ++s) {
+    const bool chain_start = kPromote && s % kFp8ChainSteps == 0;
     wgmma_fence();
     fence_registers(d);
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
-      if constexpr (FromRegisters) mma_rs<Dt>(d, a_regs, desc_b[kk]);
-      else mma_ss<Dt>(d, desc_a[kk], desc_b[kk]);
+      const int scale_d = chain_start && kk == 0 ? 0 : 1;
+      if constexpr (FromRegisters) mma_rs<Dt>(d, a_regs, desc_b[kk], scale_d);
+      else mma_ss<Dt>(d, desc_a[kk], desc_b[kk], scale_d);
     }
     wgmma_commit();
-    wgmma_wait<1>();
+    if (kPromote && (s + 1) % kFp8ChainSteps == 0) {
+      wgmma_wait<0>();
+      fence_registers(d);
+#pragma unroll
+      for (int i = 0; i < 128; ++i) promoted[i * blockDim.x] += d[i];
+    } else {
+      wgmma_wait<1>();
+    }
   }
   wgmma_wait<0>();
   fence_registers(d);
@@ -129,6 +154,9 @@ __global__ void __launch_bounds__(Warpgroups * 128, 1)
     clocks[0] = clock64() - cycles0;
     clocks[1] = global_timer_ns() - ns0;
   }
+  if constexpr (kPromote)
+#pragma unroll
+    for (int i = 0; i < 128; ++i) d[i] = promoted[i * blockDim.x];
 
   // Accumulator layout of wgmma m64nN (fp32): register 4j + 2h + e of lane l in warp w holds
   // row 16 w + l/4 + 8 h, column 8 j + 2 (l % 4) + e.
@@ -148,15 +176,22 @@ __global__ void __launch_bounds__(Warpgroups * 128, 1)
 template <int Dt, bool FromRegisters, int Warpgroups>
 cudaError_t launch_one(const TensorPipeLaunch& l, cudaStream_t stream) {
   auto kernel = tensor_pipe_kernel<Dt, FromRegisters, Warpgroups>;
+  constexpr int bytes = smem_bytes<Dt, Warpgroups>();
+  if constexpr (bytes > 48 * 1024) {
+    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    if (e != cudaSuccess) return e;
+  }
   const std::uint64_t expected_k = std::uint64_t(l.expected_steps) * 4 * tensor_pipe_k_per_instruction(Dt);
-  kernel<<<l.blocks, Warpgroups * 128, kSmemBytes, stream>>>(l.steps, expected_k, l.wrong, l.blocks_done, l.clocks);
+  kernel<<<l.blocks, Warpgroups * 128, bytes, stream>>>(l.steps, expected_k, l.wrong, l.blocks_done, l.clocks);
   return cudaGetLastError();
 }
 
 template <int Dt>
 cudaError_t launch_dtype(const TensorPipeLaunch& l, cudaStream_t stream) {
   // A in registers takes 218 registers per thread at two warpgroups; three would spill, so rs runs with two.
+  // fp8's shared-memory partial sums take 64 KiB per warpgroup: three would not fit beside the tiles.
   if (l.from_registers) return launch_one<Dt, true, 2>(l, stream);
+  if constexpr (Dt == kPipeE4m3) return launch_one<Dt, false, 2>(l, stream);
   return l.warpgroups == 3 ? launch_one<Dt, false, 3>(l, stream) : launch_one<Dt, false, 2>(l, stream);
 }
 
