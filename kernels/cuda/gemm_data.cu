@@ -267,6 +267,28 @@ __global__ void set_element_kernel(T* c, std::int64_t index, float value) {
   c[index] = from_float<T>(value);
 }
 
+// What the device-side comparisons leave behind: how many elements were not finite, and the worst element, packed
+// as (float bits of its error << 32) | index so that one atomicMax keeps both (non-negative floats order like
+// their bits).
+struct WorstElement {
+  std::int64_t non_finite = 0;
+  float value = 0;
+  std::int64_t index = 0;
+};
+WorstElement read_worst(const unsigned long long* worst, const unsigned long long* non_finite, cudaStream_t stream) {
+  unsigned long long host_worst = 0, host_non_finite = 0;
+  AISPFLOW_CUDA_CHECK(cudaMemcpyAsync(&host_worst, worst, sizeof host_worst, cudaMemcpyDeviceToHost, stream));
+  AISPFLOW_CUDA_CHECK(
+      cudaMemcpyAsync(&host_non_finite, non_finite, sizeof host_non_finite, cudaMemcpyDeviceToHost, stream));
+  AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
+  WorstElement w;
+  w.non_finite = std::int64_t(host_non_finite);
+  const std::uint32_t bits = std::uint32_t(host_worst >> 32);
+  std::memcpy(&w.value, &bits, sizeof w.value);
+  w.index = std::int64_t(host_worst & 0xffffffffull);
+  return w;
+}
+
 }  // namespace
 
 void fill_random(void* data, Elem type, std::int64_t count, std::uint64_t seed, cudaStream_t stream) {
@@ -331,21 +353,14 @@ Comparison compare_to_reference(const void* c, Elem c_type, const float* ref, co
                                                                  non_finite);
     AISPFLOW_CUDA_CHECK_LAUNCH();
   });
-  unsigned long long host_worst = 0, host_non_finite = 0;
-  AISPFLOW_CUDA_CHECK(cudaMemcpyAsync(&host_worst, worst, sizeof host_worst, cudaMemcpyDeviceToHost, stream));
-  AISPFLOW_CUDA_CHECK(
-      cudaMemcpyAsync(&host_non_finite, non_finite, sizeof host_non_finite, cudaMemcpyDeviceToHost, stream));
-  AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
-  result.non_finite = std::int64_t(host_non_finite);
+  const WorstElement w = read_worst(worst, non_finite, stream);
+  result.non_finite = w.non_finite;
   if (result.non_finite > 0) {
     result.max_rel_err = std::numeric_limits<double>::infinity();
     return result;
   }
-  const std::uint32_t err_bits = std::uint32_t(host_worst >> 32);
-  float err = 0;
-  std::memcpy(&err, &err_bits, sizeof err);
-  result.max_rel_err = err;
-  result.worst_index = std::int64_t(host_worst & 0xffffffffull);
+  result.max_rel_err = w.value;
+  result.worst_index = w.index;
 
   dispatch(c_type, [&]<Elem E>() {
     using T = typename Storage<E>::type;
@@ -403,21 +418,14 @@ EpilogueComparison compare_epilogue(const EpilogueCheck& e, cudaStream_t stream)
         e.count, worst, non_finite);
     AISPFLOW_CUDA_CHECK_LAUNCH();
   });
-  unsigned long long host_worst = 0, host_non_finite = 0;
-  AISPFLOW_CUDA_CHECK(cudaMemcpyAsync(&host_worst, worst, sizeof host_worst, cudaMemcpyDeviceToHost, stream));
-  AISPFLOW_CUDA_CHECK(
-      cudaMemcpyAsync(&host_non_finite, non_finite, sizeof host_non_finite, cudaMemcpyDeviceToHost, stream));
-  AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
-  result.non_finite = std::int64_t(host_non_finite);
+  const WorstElement w = read_worst(worst, non_finite, stream);
+  result.non_finite = w.non_finite;
   if (result.non_finite > 0) {
     result.max_ratio = std::numeric_limits<double>::infinity();
     return result;
   }
-  const std::uint32_t bits = std::uint32_t(host_worst >> 32);
-  float ratio = 0;
-  std::memcpy(&ratio, &bits, sizeof ratio);
-  result.max_ratio = ratio;
-  result.worst_index = std::int64_t(host_worst & 0xffffffffull);
+  result.max_ratio = w.value;
+  result.worst_index = w.index;
   dispatch(e.c_type, [&]<Elem E>() {
     using T = typename Storage<E>::type;
     epilogue_worst_kernel<T><<<1, 1, 0, stream>>>(static_cast<const T*>(e.fused), static_cast<const T*>(e.bare), bias,
