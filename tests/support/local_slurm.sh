@@ -39,11 +39,14 @@ for tool in munged mungekey slurmctld slurmd sbatch squeue scontrol; do
 done
 
 rm -rf "$dir"
-mkdir -p "$dir"/{munge,state,spool,log,pids,gpu}
+mkdir -p "$dir"/{munge,state,spool,log,pids,gpu,tmp}
 dir=$(cd "$dir" && pwd)
 chmod 755 "$dir" "$dir/munge"   # munged wants its socket's directory world-executable
 trap 'stop' ERR
 
+# Job ids of their own: two clusters on one host (ctest -j) must not both run "job 1", whose step and PMIx
+# directories are named after the id.
+first_job_id=$(( (RANDOM << 8 | RANDOM % 256) % 4000000 + 1000 ))
 # Free ports: slurmctld and slurmd each need one; ask the kernel for two unused ones.
 read -r ctld_port slurmd_port < <(python3 - <<'PY'
 import socket
@@ -84,6 +87,8 @@ CredType=cred/munge
 AuthInfo=socket=$dir/munge/munge.socket
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool
+TmpFS=$dir/tmp
+FirstJobId=$first_job_id
 SlurmctldPidFile=$dir/pids/slurmctld.pid
 SlurmdPidFile=$dir/pids/slurmd.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
