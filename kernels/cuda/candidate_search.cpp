@@ -114,6 +114,19 @@ nlohmann::json SearchCandidate::to_json() const {
   return j;
 }
 
+void record_failure(GemmRecord& rec, std::string reason) {
+  rec.status = "failed";
+  rec.verified = false;
+  rec.time.reset();
+  rec.reason = std::move(reason);
+}
+
+void record_failure(GemmRecord& rec, const SearchCandidate& candidate, std::string reason) {
+  record_failure(rec, std::move(reason));
+  rec.kernel = candidate.kernel;
+  rec.max_rel_err = candidate.max_rel_err;
+}
+
 void record_winner_measurement(GemmRecord& rec, const SearchCandidate& w) {
   const Measurement& m = w.reported();
   rec.time = m.stats;

@@ -51,6 +51,11 @@ struct SearchCandidate {
   nlohmann::json to_json() const;
 };
 
+// A record that ends `failed`, untimed, with the reason (a search without a winner: `candidate` is the one whose
+// kernel and error the record names).
+void record_failure(GemmRecord& rec, std::string reason);
+void record_failure(GemmRecord& rec, const SearchCandidate& candidate, std::string reason);
+
 // The winner's reported measurement into its record: time, timing, warnings, and the epilogue check.
 void record_winner_measurement(GemmRecord& rec, const SearchCandidate& winner);
 

@@ -175,13 +175,10 @@ std::vector<GemmRecord> CublasLtProvider::run(const GemmCase& gemm, const Timing
     }
     if (!winner) {
       const SearchCandidate& first = candidates[0];
-      rec.status = "failed";
-      rec.verified = false;
-      rec.max_rel_err = first.max_rel_err;
-      rec.kernel = first.kernel;
-      rec.reason = sweep_ ? "no candidate of " + std::to_string(candidates.size()) +
-                                " passed verification and timing; heuristic top: " + first.reason
-                          : first.reason;
+      record_failure(rec, first,
+                     sweep_ ? "no candidate of " + std::to_string(candidates.size()) +
+                                  " passed verification and timing; heuristic top: " + first.reason
+                            : first.reason);
       return {rec};
     }
     const SearchCandidate& w = candidates[*winner];
@@ -201,10 +198,7 @@ std::vector<GemmRecord> CublasLtProvider::run(const GemmCase& gemm, const Timing
                             {"finalists", finalists},          {"winner_rank", int(*winner)}};
     }
   } catch (const std::exception& e) {
-    rec.status = "failed";
-    rec.verified = false;
-    rec.time.reset();
-    rec.reason = e.what();
+    record_failure(rec, e.what());
   }
   return {rec};
 }

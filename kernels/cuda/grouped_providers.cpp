@@ -274,10 +274,7 @@ std::vector<GemmRecord> GroupedProvider::run(const GemmCase& c, const TimingPoli
     rec.extra["timing"] = m.timing_json();
     if (!m.warnings.empty()) rec.extra["warnings"] = m.warnings;
   } catch (const std::exception& e) {
-    rec.status = "failed";
-    rec.verified = false;
-    rec.time.reset();
-    rec.reason = e.what();
+    record_failure(rec, e.what());
   }
   return {rec};
 }

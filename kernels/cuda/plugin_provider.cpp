@@ -228,13 +228,11 @@ std::vector<GemmRecord> PluginGemmProvider::run(const GemmCase& c, const TimingP
     }
     if (!winner || outside) {
       const SearchCandidate& first = winner ? candidates[*winner] : candidates.front();
-      rec.status = "failed";
-      rec.kernel = first.kernel;
-      rec.max_rel_err = first.max_rel_err;
-      rec.reason = outside ? "memory check failed after timing: " + *outside
-                   : autotune ? "no configuration of " + std::to_string(candidates.size()) +
-                                    " passed verification and timing; first: " + first.reason
-                              : first.reason;
+      record_failure(rec, first,
+                     outside    ? "memory check failed after timing: " + *outside
+                     : autotune ? "no configuration of " + std::to_string(candidates.size()) +
+                                      " passed verification and timing; first: " + first.reason
+                                : first.reason);
       return {rec};
     }
     const SearchCandidate& w = candidates[*winner];
@@ -244,10 +242,7 @@ std::vector<GemmRecord> PluginGemmProvider::run(const GemmCase& c, const TimingP
     rec.extra["config"] = w.kernel;
     record_winner_measurement(rec, w);
   } catch (const std::exception& e) {
-    rec.status = "failed";
-    rec.verified = false;
-    rec.time.reset();
-    rec.reason = e.what();
+    record_failure(rec, e.what());
   }
   return {rec};
 }

@@ -254,10 +254,7 @@ std::vector<GemmRecord> CutlassProvider::run(const GemmCase& gemm, const TimingP
     }
     fill_record(rec, listed, candidates, winner, select_);
   } catch (const std::exception& e) {
-    rec.status = "failed";
-    rec.verified = false;
-    rec.time.reset();
-    rec.reason = e.what();
+    record_failure(rec, e.what());
   }
   return {rec};
 }

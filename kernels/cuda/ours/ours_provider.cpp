@@ -156,12 +156,10 @@ std::vector<GemmRecord> OursProvider::run(const GemmCase& c, const TimingPolicy&
     }
     if (!winner) {
       const SearchCandidate& first = candidates.front();
-      rec.status = "failed";
-      rec.kernel = first.kernel;
-      rec.max_rel_err = first.max_rel_err;
-      rec.reason = autotune ? "no candidate of " + std::to_string(candidates.size()) + " passed verification and "
-                                  "timing; first: " + first.reason
-                            : first.reason;
+      record_failure(rec, first,
+                     autotune ? "no candidate of " + std::to_string(candidates.size()) +
+                                    " passed verification and timing; first: " + first.reason
+                              : first.reason);
       return {rec};
     }
     const SearchCandidate& w = candidates[*winner];
@@ -172,10 +170,7 @@ std::vector<GemmRecord> OursProvider::run(const GemmCase& c, const TimingPolicy&
     rec.extra["config"] = w.identity["config"];
     record_winner_measurement(rec, w);
   } catch (const std::exception& e) {
-    rec.status = "failed";
-    rec.verified = false;
-    rec.time.reset();
-    rec.reason = e.what();
+    record_failure(rec, e.what());
   }
   return {rec};
 }
