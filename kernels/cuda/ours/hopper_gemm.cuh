@@ -14,6 +14,13 @@
 //     64 x 64 chunks into 128-byte-swizzled shared memory (bank-conflict free) and TMA-stores them.
 // Register budget: setmaxnreg gives the producer 56 registers and each consumer thread 224 (BN/2 accumulators).
 //
+// Ping-pong schedule (PingPong = true, bf16, BN = 128): the consumers no longer split a tile; each computes whole
+// 128 x BN tiles (two m64 wgmmas per k-step, BN accumulators per thread), warpgroup 1 the CTA's even work items
+// and warpgroup 2 the odd ones. Their mainloops take turns on the tensor pipe (named barriers kOrderBarrier + wg:
+// a warpgroup hands over once its last k-tile is issued), so each epilogue runs while the other warpgroup's
+// mainloop keeps the tensor cores busy: in the cooperative schedule both warpgroups store at once and the pipe
+// idles. The stage ring is the same; a stage is read by one warpgroup instead of two.
+//
 // Clusters (ours.cluster): cluster_m x cluster_n CTAs (2x1 or 1x2) work on neighbouring tiles that share B
 // (2x1: same columns) or A (1x2: same rows). Each CTA loads a slice of the shared operand and multicasts it to the
 // cluster, so every shared k-tile leaves HBM/L2 once per cluster instead of once per CTA. A stage may be refilled
@@ -39,6 +46,9 @@
 
 namespace aispflow::kernels::cuda::ours {
 
+
+// Named barriers 1 and 2 are the consumers' epilogue barriers; 3 and 4 order the ping-pong mainloops.
+constexpr int kOrderBarrier = 3;
 
 template <bool Fp8, int BN>
 struct HopperShape {
@@ -76,6 +86,79 @@ __device__ __forceinline__ WorkTile decode_work(const HopperParams& p, int w) {
   return t;
 }
 
+// One unit of a CTA's work: k-tiles [k_begin, k_end) of tile `t`, and what to do with the result.
+struct WorkUnit {
+  WorkTile t;
+  int k_begin = 0, k_end = 0;
+  int contribute_slot = -1;     // stream-K: >= 0: a partial tile, written to this cluster's slot, not stored
+  int first_contributor = 0;    // stream-K owner: clusters [first, first + count) hold the rest of the tile
+  int contributors = 0;
+  bool has_next = false;        // another unit follows on this CTA
+};
+
+// The sequence of units a cluster works on; the producer and the consumers walk the same one.
+// Data-parallel phase: whole work items w = cluster_id, cluster_id + clusters, ... below dp_work.
+// Stream-K phase (p.sk_tiles > 0, the last sk_tiles tiles, which would otherwise leave the last wave partly
+// empty): their sk_tiles x k_tiles k-iterations are cut into `clusters` equal contiguous ranges, one per cluster.
+// A range crosses tile boundaries: the piece of a tile that does not start at the tile's first k-tile is a
+// contribution (fp32 partial, written to the cluster's slot, flagged); the piece that does is the owner's, which
+// waits for the flags of the clusters that continue the tile, adds their partials and runs the epilogue. A
+// cluster's contribution is always the first piece of its range and ownership always comes later, so every wait
+// is on a unit that its cluster reaches without waiting: no cycle (all clusters are co-resident: a persistent grid).
+struct WorkSchedule {
+  const HopperParams& p;
+  int cluster_id, clusters;
+  int dp_work;                  // work items of the data-parallel phase
+  int w;                        // next data-parallel item
+  std::int64_t pos, end;        // this cluster's stream-K range of k-iterations (tile-major, k-minor)
+  std::int64_t sk_iters;
+
+  __device__ WorkSchedule(const HopperParams& params, int id, int count)
+      : p(params), cluster_id(id), clusters(count), dp_work(params.total_work - params.sk_tiles), w(id) {
+    sk_iters = std::int64_t(p.sk_tiles) * p.k_tiles;
+    pos = sk_iters * id / count;
+    end = sk_iters * (id + 1) / count;
+  }
+  __device__ std::int64_t range_begin(int c) const { return sk_iters * c / clusters; }
+
+  __device__ bool next(WorkUnit& u) {
+    if (w < dp_work) {
+      u.t = decode_work(p, w);
+      u.k_begin = u.t.split * p.k_tiles_per_split;
+      u.k_end = min(u.k_begin + p.k_tiles_per_split, p.k_tiles);
+      u.contribute_slot = -1;
+      u.contributors = 0;
+      w += clusters;
+      u.has_next = w < dp_work || pos < end;
+      return true;
+    }
+    if (pos >= end) return false;
+    const int q = int(pos / p.k_tiles);                 // stream-K tile
+    u.t = decode_work(p, dp_work + q);
+    u.k_begin = int(pos - std::int64_t(q) * p.k_tiles);
+    u.k_end = int(min(std::int64_t(p.k_tiles), u.k_begin + (end - pos)));
+    u.contribute_slot = u.k_begin > 0 ? cluster_id : -1;
+    u.contributors = 0;
+    if (u.k_begin == 0 && u.k_end < p.k_tiles) {
+      // The clusters whose ranges start inside this tile's remaining k-iterations.
+      const std::int64_t tile_end = std::int64_t(q + 1) * p.k_tiles;
+      u.first_contributor = cluster_id + 1;
+      int c = cluster_id + 1;
+      while (c < clusters && range_begin(c) < tile_end) ++c;
+      u.contributors = c - u.first_contributor;
+    }
+    pos += u.k_end - u.k_begin;
+    u.has_next = pos < end;
+    return true;
+  }
+};
+
+__device__ __forceinline__ int load_acquire(const int* flag) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
+  return v;
+}
+
 __device__ __forceinline__ std::uint32_t pack_bf16x2(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<const std::uint32_t*>(&v);
@@ -87,7 +170,7 @@ __device__ __forceinline__ float apply_epilogue(float v, int col, const HopperPa
   return v;
 }
 
-template <bool Fp8, int BN, bool BMnMajor>
+template <bool Fp8, int BN, bool BMnMajor, bool PingPong>
 __global__ void __launch_bounds__(kThreads, 1)
     hopper_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                        const __grid_constant__ CUtensorMap map_c, const HopperParams p) {
@@ -123,7 +206,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     prefetch_tensormap(&map_c);
     for (int s = 0; s < kStages; ++s) {
       mbar_init(&full[s], 1);
-      mbar_init(&empty[s], 2 * cluster_size);   // both consumer warpgroups of every CTA reading the stage
+      // Every consumer warpgroup that reads the stage, in every CTA it is multicast into: both (cooperative) or
+      // the one whose tile it is (ping-pong).
+      mbar_init(&empty[s], (PingPong ? 1 : 2) * cluster_size);
     }
     fence_mbarrier_init();
   }
@@ -140,13 +225,13 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int a_rows = kBlockM / p.cluster_n;       // this CTA's slice of the shared A tile
       const int b_rows = BN / p.cluster_m;            // ... of the shared B tile (K-major B)
       std::uint32_t it = 0;
-      for (int w = cluster_id; w < p.total_work; w += clusters) {
-        const WorkTile t = decode_work(p, w);
+      WorkSchedule schedule(p, cluster_id, clusters);
+      WorkUnit unit;
+      while (schedule.next(unit)) {
+        const WorkTile& t = unit.t;
         const int m0 = (t.cm * p.cluster_m + rank_m) * kBlockM;
         const int n0 = (t.cn * p.cluster_n + rank_n) * BN;
-        const int k_begin = t.split * p.k_tiles_per_split;
-        const int k_end = min(k_begin + p.k_tiles_per_split, p.k_tiles);
-        for (int kt = k_begin; kt < k_end; ++kt, ++it) {
+        for (int kt = unit.k_begin; kt < unit.k_end; ++kt, ++it) {
           const int s = int(it % kStages);
           const std::uint32_t phase = (it / kStages) & 1;
           mbar_wait(&empty[s], phase ^ 1);
@@ -182,20 +267,38 @@ __global__ void __launch_bounds__(kThreads, 1)
   } else {
     // ---------------- consumers ----------------
     setmaxnreg_inc<224>();
-    const int wg = warpgroup - 1;                  // rows [64 wg, 64 wg + 64) of the tile
+    const int wg = warpgroup - 1;
     const int tid = threadIdx.x % 128;
     const int warp = tid / 32, lane = tid % 32;
     const float scale = (Fp8 && p.scale_a && p.scale_b) ? (*p.scale_a) * (*p.scale_b) : 1.0f;
+    // Cooperative: this warpgroup computes 64-row slice `wg` of every tile. Ping-pong: both 64-row slices of
+    // every other tile (work items of its parity among this CTA's).
+    constexpr int kSlices = PingPong ? 2 : 1;
+    const int first_slice = PingPong ? 0 : wg;
     std::uint32_t it = 0, chunk_counter = 0;
-    float acc[kAcc];
-    for (int w = cluster_id; w < p.total_work; w += clusters) {
-      const WorkTile t = decode_work(p, w);
+    float acc[kSlices][kAcc];
+    int local = 0;   // index of the unit among this CTA's, in the producer's order
+    WorkSchedule schedule(p, cluster_id, clusters);
+    WorkUnit unit;
+    for (; schedule.next(unit); ++local) {
+      const WorkTile& t = unit.t;
       const int m0 = (t.cm * p.cluster_m + rank_m) * kBlockM;
       const int n0 = (t.cn * p.cluster_n + rank_n) * BN;
-      const int k_begin = t.split * p.k_tiles_per_split;
-      const int k_end = min(k_begin + p.k_tiles_per_split, p.k_tiles);
+      const int k_begin = unit.k_begin, k_end = unit.k_end;
+      if constexpr (PingPong) {
+        // The other warpgroup's tile: its stages pass by in the ring; skip them.
+        if ((local & 1) != wg) {
+          it += std::uint32_t(k_end - k_begin);
+          continue;
+        }
+        // Wait until the other warpgroup has issued its previous tile's mainloop: the mainloops take turns on
+        // the tensor pipe, and each epilogue runs under the other warpgroup's mainloop.
+        if (local > 0) named_barrier(kOrderBarrier + wg, 256);
+      }
 #pragma unroll
-      for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
+      for (int h = 0; h < kSlices; ++h)
+#pragma unroll
+        for (int i = 0; i < kAcc; ++i) acc[h][i] = 0.0f;
       // Tells every CTA that reads stage `s` (its own consumers and, under multicast, its peers') that this
       // warpgroup is done with it.
       auto release = [&](int s) {
@@ -205,17 +308,23 @@ __global__ void __launch_bounds__(kThreads, 1)
         else
           for (int r = 0; r < cluster_size; ++r) mbar_arrive_cluster(&empty[s], std::uint32_t(r));
       };
-      auto issue = [&](float (&d)[kAcc], const std::uint8_t* a, const std::uint8_t* b, bool accumulate_first) {
+      // wgmmas for K-steps [kk_begin, kk_end) of one stage; the first overwrites `d` unless accumulate_first.
+      auto issue = [&](float (&d)[kAcc], const std::uint8_t* a, const std::uint8_t* b, bool accumulate_first,
+                       int kk_begin = 0, int kk_end = kBlockK / Shape::kKStep) {
 #pragma unroll
-        for (int kk = 0; kk < kBlockK / Shape::kKStep; ++kk) {
+        for (int kk = kk_begin; kk < kk_end; ++kk) {
           const std::uint64_t desc_a = smem_desc(a + kk * 32, 16, 1024);
           std::uint64_t desc_b;
           if constexpr (BMnMajor)
             desc_b = smem_desc(b + kk * Shape::kKStep * kRowBytes, kBlockK * kRowBytes, 1024);
           else
             desc_b = smem_desc(b + kk * 32, 16, 1024);
-          wgmma<Fp8, BN, BMnMajor ? 1 : 0>(d, desc_a, desc_b, (accumulate_first || kk > 0) ? 1 : 0);
+          wgmma<Fp8, BN, BMnMajor ? 1 : 0>(d, desc_a, desc_b, (accumulate_first || kk > kk_begin) ? 1 : 0);
         }
+      };
+      auto fence_accumulators = [&] {
+#pragma unroll
+        for (int h = 0; h < kSlices; ++h) fence_registers(acc[h]);
       };
       if constexpr (!Fp8) {
         // bf16: the tensor cores accumulate in fp32. One k-tile's group stays in flight while the next is issued;
@@ -225,78 +334,161 @@ __global__ void __launch_bounds__(kThreads, 1)
           const int s = int(it % kStages);
           mbar_wait(&full[s], (it / kStages) & 1);
           wgmma_fence();
-          fence_registers(acc);
-          issue(acc, stage_a + s * kASlab + wg * 64 * kRowBytes, stage_b + s * kBSlab, kt > k_begin);
+          fence_accumulators();
+#pragma unroll
+          for (int h = 0; h < kSlices; ++h)
+            issue(acc[h], stage_a + s * kASlab + (first_slice + h) * 64 * kRowBytes, stage_b + s * kBSlab,
+                  kt > k_begin);
           wgmma_commit();
           wgmma_wait<1>();
-          fence_registers(acc);
+          fence_accumulators();
           if (previous_stage >= 0) release(previous_stage);
           previous_stage = s;
         }
+        // Ping-pong: every wgmma of this tile is issued; the other warpgroup may queue its own behind them.
+        if constexpr (PingPong)
+          if (unit.has_next) named_barrier_arrive(kOrderBarrier + (wg ^ 1), 256);
         wgmma_wait<0>();
-        fence_registers(acc);
+        fence_accumulators();
         if (previous_stage >= 0) release(previous_stage);
       } else {
+        static_assert(!PingPong, "fp8 ping-pong would need 4 x BN/2 accumulator registers per thread");
         // fp8: Hopper's fp8 wgmma accumulates with fewer mantissa bits than fp32 (about 1.5% error at K = 4096 on
         // random data, far outside the fp8 tolerance). Each k-tile (K = 128) is therefore accumulated in a
         // temporary and promoted into the fp32 accumulators (what DeepGEMM and CUTLASS's fp8 "promotion" do). The
-        // wait for the temporary is hidden by the other consumer warpgroup's wgmmas.
+        // wait for the temporary is meant to be hidden by the other consumer warpgroup's wgmmas.
+        //
+        // Staggered (p.stagger): in step, both warpgroups wait for the same stage, their groups interleave on the
+        // tensor cores and retire together, and both promotions leave the pipe idle (NOTES.md step 12: 0.80x of
+        // cuBLASLt). Warpgroup 1 therefore runs half a k-tile out of phase: its groups cover the second half of
+        // k-tile t and the first half of t + 1 (a half group at each end of the tile), so when one warpgroup's
+        // group retires the other still has half a group queued, which runs while the first promotes and issues.
+        // Every group still spans 128 K (the promotion interval, and so the accuracy, is unchanged).
         float part[kAcc];
-        for (int kt = k_begin; kt < k_end; ++kt, ++it) {
-          const int s = int(it % kStages);
-          mbar_wait(&full[s], (it / kStages) & 1);
-          wgmma_fence();
-          fence_registers(part);
-          issue(part, stage_a + s * kASlab + wg * 64 * kRowBytes, stage_b + s * kBSlab, false);
-          wgmma_commit();
-          wgmma_wait<0>();
-          fence_registers(part);
-          release(s);
+        constexpr int kHalf = kBlockK / Shape::kKStep / 2;   // K-steps in half a k-tile
+        if (p.stagger && wg == 1) {
+          const std::uint32_t it0 = it;
+          const int tiles_here = k_end - k_begin;
+          for (int g = 0; g <= tiles_here; ++g) {
+            const int s_prev = int((it0 + g - 1) % kStages), s = int((it0 + g) % kStages);
+            if (g < tiles_here) mbar_wait(&full[s], ((it0 + g) / kStages) & 1);
+            wgmma_fence();
+            fence_registers(part);
+            const std::uint8_t* a_rows = stage_a + wg * 64 * kRowBytes;
+            if (g > 0) issue(part, a_rows + s_prev * kASlab, stage_b + s_prev * kBSlab, false, kHalf, 2 * kHalf);
+            if (g < tiles_here) issue(part, a_rows + s * kASlab, stage_b + s * kBSlab, g > 0, 0, kHalf);
+            wgmma_commit();
+            wgmma_wait<0>();
+            fence_registers(part);
+            if (g > 0) release(s_prev);
 #pragma unroll
-          for (int i = 0; i < kAcc; ++i) acc[i] += part[i];
+            for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
+          }
+          it = it0 + std::uint32_t(tiles_here);
+        } else {
+          for (int kt = k_begin; kt < k_end; ++kt, ++it) {
+            const int s = int(it % kStages);
+            mbar_wait(&full[s], (it / kStages) & 1);
+            wgmma_fence();
+            fence_registers(part);
+            issue(part, stage_a + s * kASlab + wg * 64 * kRowBytes, stage_b + s * kBSlab, false);
+            wgmma_commit();
+            wgmma_wait<0>();
+            fence_registers(part);
+            release(s);
+#pragma unroll
+            for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
+          }
+        }
+      }
+
+      if (p.sk_tiles > 0) {
+        // Stream-K (cooperative schedules only: each warpgroup holds its 64-row slice in acc[0]). A slot holds
+        // one warpgroup's accumulators in register order, float4-interleaved across its 128 threads (coalesced).
+        auto slot = [&](int c) {
+          return p.sk_partials + ((std::int64_t(c) * cluster_size + rank) * 2 + wg) * (128 * kAcc);
+        };
+        auto flag = [&](int c) { return p.sk_flags + (c * cluster_size + rank) * 2 + wg; };
+        if (unit.contribute_slot >= 0) {
+          float* out = slot(unit.contribute_slot);
+#pragma unroll
+          for (int i = 0; i < kAcc / 4; ++i)
+            __stcg(reinterpret_cast<float4*>(out) + i * 128 + tid,
+                   make_float4(acc[0][4 * i], acc[0][4 * i + 1], acc[0][4 * i + 2], acc[0][4 * i + 3]));
+          named_barrier(1 + wg, 128);
+          if (tid == 0) {
+            __threadfence();
+            atomicExch(flag(unit.contribute_slot), 1);
+          }
+          continue;
+        }
+        if (unit.contributors > 0) {
+          if (tid == 0)
+            for (int c = unit.first_contributor; c < unit.first_contributor + unit.contributors; ++c) {
+              while (load_acquire(flag(c)) == 0) {
+              }
+              *flag(c) = 0;   // ready for the next launch: each slot is written once per launch
+            }
+          named_barrier(1 + wg, 128);
+          for (int c = unit.first_contributor; c < unit.first_contributor + unit.contributors; ++c) {
+            const float4* in = reinterpret_cast<const float4*>(slot(c));
+#pragma unroll
+            for (int i = 0; i < kAcc / 4; ++i) {
+              const float4 v = __ldcg(in + i * 128 + tid);
+              acc[0][4 * i] += v.x;
+              acc[0][4 * i + 1] += v.y;
+              acc[0][4 * i + 2] += v.z;
+              acc[0][4 * i + 3] += v.w;
+            }
+          }
         }
       }
 
       // Accumulator layout of wgmma m64nN (fp32): register 4j + 2h + e of lane l in warp w holds
       // row 16 w + l/4 + 8 h, column 8 j + 2 (l % 4) + e.
-      const int row_in_wg = warp * 16 + lane / 4;
-      if (p.splits > 1) {
-        float* out = p.partials + (std::int64_t(t.split) * p.batch + t.batch) * std::int64_t(p.m) * p.n;
+      const int row_in_slice = warp * 16 + lane / 4;
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j)
+      for (int slice = 0; slice < kSlices; ++slice) {
+        const float (&d)[kAcc] = acc[slice];
+        const int row0 = m0 + (first_slice + slice) * 64;   // first row of this 64-row slice
+        if (p.splits > 1) {
+          float* out = p.partials + (std::int64_t(t.split) * p.batch + t.batch) * std::int64_t(p.m) * p.n;
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int row = m0 + wg * 64 + row_in_wg + 8 * h, col = n0 + 8 * j + 2 * (lane % 4);
-            if (row < p.m && col < p.n) {   // n is even (16-byte rows), so col + 1 < n as well
-              *reinterpret_cast<float2*>(out + std::int64_t(row) * p.n + col) =
-                  make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+          for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int row = row0 + row_in_slice + 8 * h, col = n0 + 8 * j + 2 * (lane % 4);
+              if (row < p.m && col < p.n) {   // n is even (16-byte rows), so col + 1 < n as well
+                *reinterpret_cast<float2*>(out + std::int64_t(row) * p.n + col) =
+                    make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+              }
+            }
+          continue;
+        }
+#pragma unroll
+        for (int c = 0; c < BN / kChunkCols; ++c, ++chunk_counter) {
+          std::uint8_t* buf = chunks + (wg * 2 + (chunk_counter & 1)) * kChunkBytes;
+          if (tid == 0) tma_store_wait_read<1>();   // the store that last used this buffer has read it
+          named_barrier(1 + wg, 128);
+#pragma unroll
+          for (int jj = 0; jj < 8; ++jj) {
+            const int j = c * 8 + jj;
+            const int col = n0 + 8 * j + 2 * (lane % 4);
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int r = row_in_slice + 8 * h;
+              const float v0 = apply_epilogue(scale * d[4 * j + 2 * h], col, p);
+              const float v1 = apply_epilogue(scale * d[4 * j + 2 * h + 1], col + 1, p);
+              const int offset = r * 128 + ((jj ^ (r & 7)) << 4) + 4 * (lane % 4);
+              *reinterpret_cast<std::uint32_t*>(buf + offset) = pack_bf16x2(v0, v1);
             }
           }
-        continue;
-      }
-#pragma unroll
-      for (int c = 0; c < BN / kChunkCols; ++c, ++chunk_counter) {
-        std::uint8_t* buf = chunks + (wg * 2 + (chunk_counter & 1)) * kChunkBytes;
-        if (tid == 0) tma_store_wait_read<1>();   // the store that last used this buffer has read it
-        named_barrier(1 + wg, 128);
-#pragma unroll
-        for (int jj = 0; jj < 8; ++jj) {
-          const int j = c * 8 + jj;
-          const int col = n0 + 8 * j + 2 * (lane % 4);
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int r = row_in_wg + 8 * h;
-            const float v0 = apply_epilogue(scale * acc[4 * j + 2 * h], col, p);
-            const float v1 = apply_epilogue(scale * acc[4 * j + 2 * h + 1], col + 1, p);
-            const int offset = r * 128 + ((jj ^ (r & 7)) << 4) + 4 * (lane % 4);
-            *reinterpret_cast<std::uint32_t*>(buf + offset) = pack_bf16x2(v0, v1);
+          fence_proxy_async_smem();
+          named_barrier(1 + wg, 128);
+          if (tid == 0) {
+            tma_store(&map_c, buf, n0 + c * kChunkCols, row0, t.batch);
+            tma_store_commit();
           }
-        }
-        fence_proxy_async_smem();
-        named_barrier(1 + wg, 128);
-        if (tid == 0) {
-          tma_store(&map_c, buf, n0 + c * kChunkCols, m0 + wg * 64, t.batch);
-          tma_store_commit();
         }
       }
     }
@@ -309,14 +501,14 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 // Host side of one instance: sets its shared-memory limit (outside any graph capture), launches it, and asks
 // how many clusters of a size can be co-resident (the persistent grid's size).
-template <bool Fp8, int BN, bool BMnMajor>
+template <bool Fp8, int BN, bool BMnMajor, bool PingPong>
 HopperInstance hopper_instance_of() {
   HopperInstance inst;
   inst.smem_bytes = HopperShape<Fp8, BN>::kSmemBytes;
   inst.stages = HopperShape<Fp8, BN>::kStages;
   inst.block_k = HopperShape<Fp8, BN>::kBlockK;
   inst.prepare = [] {
-    AISPFLOW_CUDA_CHECK(cudaFuncSetAttribute(hopper_gemm_kernel<Fp8, BN, BMnMajor>,
+    AISPFLOW_CUDA_CHECK(cudaFuncSetAttribute(hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              HopperShape<Fp8, BN>::kSmemBytes));
   };
@@ -333,7 +525,7 @@ HopperInstance hopper_instance_of() {
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
     int clusters = 0;
-    AISPFLOW_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, hopper_gemm_kernel<Fp8, BN, BMnMajor>, &cfg));
+    AISPFLOW_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong>, &cfg));
     return clusters;
   };
   inst.launch = [](const HopperLaunchArgs& args, cudaStream_t stream) {
@@ -350,7 +542,7 @@ HopperInstance hopper_instance_of() {
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
     AISPFLOW_CUDA_CHECK(
-        cudaLaunchKernelEx(&cfg, hopper_gemm_kernel<Fp8, BN, BMnMajor>, *args.a, *args.b, *args.c, args.params));
+        cudaLaunchKernelEx(&cfg, hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong>, *args.a, *args.b, *args.c, args.params));
   };
   return inst;
 }

@@ -7,8 +7,8 @@ namespace aispflow::kernels::cuda::ours {
 
 HopperInstance hopper_instance_fp8(int block_n) {
   switch (block_n) {
-    case 128: return hopper_instance_of<true, 128, false>();
-    case 192: return hopper_instance_of<true, 192, false>();
+    case 128: return hopper_instance_of<true, 128, false, false>();
+    case 192: return hopper_instance_of<true, 192, false, false>();
   }
   return {};
 }

@@ -20,15 +20,17 @@
 
 namespace aispflow::kernels::cuda::ours {
 
-HopperInstance hopper_instance_bf16_kmajor(int block_n);
-HopperInstance hopper_instance_bf16_mnmajor(int block_n);
+HopperInstance hopper_instance_bf16_kmajor(int block_n, bool ping_pong);
+HopperInstance hopper_instance_bf16_mnmajor(int block_n, bool ping_pong);
 HopperInstance hopper_instance_fp8(int block_n);
 
-HopperInstance hopper_instance(bool fp8, int block_n, bool b_mn_major) {
-  HopperInstance inst = fp8          ? hopper_instance_fp8(block_n)
-                        : b_mn_major ? hopper_instance_bf16_mnmajor(block_n)
-                                     : hopper_instance_bf16_kmajor(block_n);
-  if (!inst.launch) throw std::invalid_argument("no Hopper GEMM instance with block N " + std::to_string(block_n));
+HopperInstance hopper_instance(bool fp8, int block_n, bool b_mn_major, bool ping_pong) {
+  HopperInstance inst = fp8          ? (ping_pong ? HopperInstance{} : hopper_instance_fp8(block_n))
+                        : b_mn_major ? hopper_instance_bf16_mnmajor(block_n, ping_pong)
+                                     : hopper_instance_bf16_kmajor(block_n, ping_pong);
+  if (!inst.launch)
+    throw std::invalid_argument(std::string("no Hopper GEMM instance ") + (fp8 ? "fp8" : "bf16") + " with block N " +
+                                std::to_string(block_n) + (ping_pong ? " and the ping-pong schedule" : ""));
   return inst;
 }
 
@@ -107,7 +109,31 @@ struct Plan {
   std::vector<CUtensorMap> maps;   // 3 per copy: A, B, C
   std::vector<void*> outputs;      // C per copy (the split-K reduce writes it)
   DeviceBuffer partials;
+  DeviceBuffer sk_partials, sk_flags;
 };
+
+// Stream-K for the last wave: how many of the last tiles to share out by k-iterations among `clusters`
+// clusters, or 0. With T tiles and R = T mod clusters the data-parallel waves take ceil(T / clusters) tile-times
+// and leave the last one R / clusters full. Sharing the last R + clusters tiles (one full wave plus the partial
+// one, so that each cluster's range is longer than a tile and holds at most one contribution) brings that to
+// T / clusters: a gain of (1 - R / clusters) x k_tiles k-tile-times. The price is the fix-up: each cluster writes
+// one fp32 partial tile and reads one, about 2 x (128 x block_n x 4 bytes) / (stage bytes) k-tile-times at the
+// mainloop's own L2 rate. On the H100 (NOTES.md step 12) a gain of 7.7 k-tile-times against that price of 5.3
+// (bf16 4096^3, 128x256) came out 8% slower, a gain of 21 against 4.8 (fp8 4096^3, 128x192) 5.6% faster: sharing
+// is used only when the gain is at least twice the price, and each range is at least 8 k-tiles.
+int stream_k_tiles(std::int64_t tiles, int clusters, int k_tiles, int block_n, bool fp8) {
+  if (clusters <= 0 || tiles <= clusters) return 0;
+  const std::int64_t rest = tiles % clusters;
+  if (rest == 0) return 0;
+  const double gain = (1.0 - double(rest) / clusters) * k_tiles;
+  const double stage_bytes = double(kBlockM + block_n) * kRowBytes;
+  const double price = 2.0 * (double(kBlockM) * block_n * 4.0) / stage_bytes;
+  (void)fp8;   // the price is in k-tile-times of the same kernel: the dtype cancels out
+  if (gain < 2.0 * price) return 0;
+  const std::int64_t shared = std::min<std::int64_t>(tiles, rest + clusters);
+  if (shared * k_tiles / clusters < 8) return 0;
+  return int(shared);
+}
 
 class HopperGemm final : public OurKernel {
  public:
@@ -118,22 +144,26 @@ class HopperGemm final : public OurKernel {
     char text[512];
     std::snprintf(text, sizeof text,
                   "%s %s %s tile 128x%dx%d stages %d cluster %dx%d %s split-k %d; wgmma m64n%dk%d from %s-major B, "
-                  "TMA loads (128B swizzle%s), 1 producer + 2 consumer warpgroups, epilogue %s",
+                  "TMA loads (128B swizzle%s), 1 producer + 2 consumer warpgroups (%s), epilogue %s",
                   config_.family.c_str(), c.dtype.c_str(), c.layout.c_str(), config_.block_n, config_.fp8 ? 128 : 64,
                   stages(), config_.cluster_m, config_.cluster_n,
                   config_.persistent ? ("persistent raster " + std::to_string(config_.raster_group)).c_str()
                                      : "one tile per CTA",
                   splits_that_run(c.shape), config_.block_n, config_.fp8 ? 32 : 16, mn ? "MN" : "K",
                   config_.cluster_m * config_.cluster_n > 1 ? ", cluster multicast" : "",
+                  config_.ping_pong()                  ? "ping-pong: whole tiles in turn"
+                  : config_.schedule == "staggered" ? "cooperative, warpgroup 2 half a k-tile out of phase"
+                                                       : "cooperative: 64 rows each",
                   splits_that_run(c.shape) > 1 ? "fp32 partials + reduce kernel" : "bf16 via swizzled smem + TMA store");
-    return text;
+    return config_.stream_k ? std::string(text) + "; " + stream_k_text(c.shape) : std::string(text);
   }
 
   nlohmann::json config() const override {
     return {{"name", config_.name()},     {"tile", {kBlockM, config_.block_n, config_.fp8 ? 128 : 64}},
             {"stages", stages()},         {"cluster", {config_.cluster_m, config_.cluster_n}},
             {"persistent", config_.persistent}, {"raster_group", config_.raster_group},
-            {"split_k", config_.split_k == 0 ? nlohmann::json("auto") : nlohmann::json(config_.split_k)}};
+            {"split_k", config_.split_k == 0 ? nlohmann::json("auto") : nlohmann::json(config_.split_k)},
+            {"schedule", config_.schedule},   {"stream_k", config_.stream_k}};
   }
 
   std::optional<std::string> unsupported(const GemmCase& c) const override {
@@ -164,7 +194,7 @@ class HopperGemm final : public OurKernel {
     const auto& s = problem.shape();
     const bool mn = !problem.b_transposed();   // B stored K x N: MN-major
     if (mn && config_.fp8) throw std::invalid_argument("fp8 wgmma needs K-major B");
-    plan->instance = hopper_instance(config_.fp8, config_.block_n, mn);
+    plan->instance = hopper_instance(config_.fp8, config_.block_n, mn, config_.ping_pong());
     plan->instance.prepare();
     const int bk = plan->instance.block_k;
 
@@ -185,6 +215,7 @@ class HopperGemm final : public OurKernel {
     if (p.splits != int(ceil_div(p.k_tiles, p.k_tiles_per_split))) throw std::logic_error("split-K count disagrees");
     p.total_work = p.splits * p.batch * p.cm_tiles * p.cn_tiles;
     p.raster_group = config_.raster_group;
+    p.stagger = config_.schedule == "staggered" ? 1 : 0;
     if (config_.fp8) {
       p.scale_a = problem.device_scale_a();
       p.scale_b = problem.device_scale_b();
@@ -199,6 +230,16 @@ class HopperGemm final : public OurKernel {
     int clusters = p.total_work;
     if (config_.persistent) clusters = std::min(clusters, std::max(1, plan->instance.max_clusters(cluster)));
     plan->ctas = clusters * cluster;
+    if (config_.stream_k && !config_.ping_pong() && p.splits == 1 && config_.persistent) {
+      p.sk_tiles = stream_k_tiles(p.total_work, clusters, p.k_tiles, config_.block_n, config_.fp8);
+      if (p.sk_tiles > 0) {
+        plan->sk_partials = DeviceBuffer(std::size_t(plan->ctas) * 2 * 128 * (config_.block_n / 2) * sizeof(float));
+        plan->sk_flags = DeviceBuffer(std::size_t(plan->ctas) * 2 * sizeof(int));
+        AISPFLOW_CUDA_CHECK(cudaMemset(plan->sk_flags.get(), 0, plan->sk_flags.bytes()));
+        p.sk_partials = plan->sk_partials.as<float>();
+        p.sk_flags = plan->sk_flags.as<int>();
+      }
+    }
 
     const CUtensorMapDataType ab = config_.fp8 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
     const int ab_bytes = config_.fp8 ? 1 : 2;
@@ -232,7 +273,23 @@ class HopperGemm final : public OurKernel {
   }
 
  private:
-  int stages() const { return hopper_instance(config_.fp8, config_.block_n, false).stages; }
+  // What the stream-K rule does for this shape on the present GPU (the co-resident cluster count decides).
+  std::string stream_k_text(const GemmShape& s) const {
+    const DeviceInfo* d = first_device();
+    if (config_.ping_pong() || splits_that_run(s) > 1 || !d || d->compute_capability() != 90)
+      return "stream-K when the last wave's idle time outweighs the fix-up";
+    const int cluster = config_.cluster_m * config_.cluster_n;
+    const int clusters = hopper_instance(config_.fp8, config_.block_n, false, false).max_clusters(cluster);
+    const std::int64_t tiles = ceil_div(ceil_div(s.m, kBlockM), config_.cluster_m) *
+                               ceil_div(ceil_div(s.n, config_.block_n), config_.cluster_n) * s.batch;
+    const int shared =
+        stream_k_tiles(tiles, clusters, int(ceil_div(s.k, config_.fp8 ? 128 : 64)), config_.block_n, config_.fp8);
+    if (shared == 0) return "stream-K off (the fix-up would cost more than the last wave leaves idle)";
+    return "stream-K: the last " + std::to_string(shared) + " of " + std::to_string(tiles) + " tiles shared by " +
+           std::to_string(clusters) + " clusters";
+  }
+
+  int stages() const { return hopper_instance(config_.fp8, config_.block_n, false, config_.ping_pong()).stages; }
 
   // Split-K for skinny problems: when the output tiles cannot fill the GPU, split K so that about one wave of
   // CTAs runs, each split keeping at least 4 k-tiles (a shorter mainloop cannot hide its pipeline fill).
@@ -265,7 +322,7 @@ class HopperGemm final : public OurKernel {
 std::string HopperConfig::name() const {
   return "128x" + std::to_string(block_n) + "x" + std::to_string(fp8 ? 128 : 64) + "_c" + std::to_string(cluster_m) +
          "x" + std::to_string(cluster_n) + (persistent ? "_persistent" : "") +
-         (split_k > 0 ? "_splitk" + std::to_string(split_k) : "");
+         (split_k > 0 ? "_splitk" + std::to_string(split_k) : "") + (schedule == "cooperative" ? "" : "_" + schedule) + (stream_k ? "_sk" : "");
 }
 
 std::unique_ptr<OurKernel> make_hopper_kernel(const HopperConfig& config) {
@@ -289,9 +346,22 @@ std::vector<std::unique_ptr<OurKernel>> cluster_kernels() {
   const std::pair<int, int> clusters[] = {{2, 1}, {1, 2}, {2, 2}, {1, 1}};
   for (int bn : {256, 192, 128})
     for (auto [cm, cn] : clusters) out.push_back(make_hopper_kernel({"ours.cluster", false, bn, cm, cn, true, 8, 0}));
+  // The ping-pong schedule: 128 x 128 tiles, one per consumer warpgroup at a time.
+  for (auto [cm, cn] : clusters)
+    out.push_back(make_hopper_kernel({"ours.cluster", false, 128, cm, cn, true, 8, 0, "pingpong"}));
   // fp8 promotes each k-tile through a second accumulator set: block N 256 would not fit (hopper_instances_fp8.cu).
   for (int bn : {192, 128})
     for (auto [cm, cn] : clusters) out.push_back(make_hopper_kernel({"ours.cluster", true, bn, cm, cn, true, 8, 0}));
+  for (int bn : {192, 128})
+    for (auto [cm, cn] : clusters)
+      out.push_back(make_hopper_kernel({"ours.cluster", true, bn, cm, cn, true, 8, 0, "staggered"}));
+  // Stream-K for the last wave, on the clusters that win large shapes (2x1) and without a cluster.
+  for (int bn : {256, 192, 128})
+    for (auto [cm, cn] : {std::pair{2, 1}, std::pair{1, 1}})
+      out.push_back(make_hopper_kernel({"ours.cluster", false, bn, cm, cn, true, 8, 0, "cooperative", true}));
+  for (int bn : {192, 128})
+    for (auto [cm, cn] : {std::pair{2, 1}, std::pair{1, 1}})
+      out.push_back(make_hopper_kernel({"ours.cluster", true, bn, cm, cn, true, 8, 0, "staggered", true}));
   return out;
 }
 

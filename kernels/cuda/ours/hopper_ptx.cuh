@@ -146,5 +146,10 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
+// Signals named barrier `id` without waiting: the arriving threads count towards `threads`, whose other members
+// wait with named_barrier(). The ping-pong consumers hand the tensor pipe to each other this way.
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
 
 }  // namespace aispflow::kernels::cuda::ours
