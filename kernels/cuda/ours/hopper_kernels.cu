@@ -17,6 +17,7 @@
 #include "kernels/cuda/device_buffer.hpp"
 #include "kernels/cuda/epilogue.cuh"
 #include "kernels/cuda/ours/hopper_params.hpp"
+#include "kernels/cuda/ours/padded_operands.hpp"
 
 namespace aispflow::kernels::cuda::ours {
 
@@ -110,6 +111,7 @@ struct Plan {
   std::vector<void*> outputs;      // C per copy (the split-K reduce writes it)
   DeviceBuffer partials;
   DeviceBuffer sk_partials, sk_flags;
+  std::unique_ptr<PaddedOperands> padded;   // what the kernel reads and writes: padded copies where rows are unaligned
 };
 
 // Stream-K for the last wave: how many of the last tiles to share out by k-iterations among `clusters`
@@ -155,7 +157,8 @@ class HopperGemm final : public OurKernel {
                   : config_.schedule == "staggered" ? "cooperative, warpgroup 2 half a k-tile out of phase"
                                                        : "cooperative: 64 rows each",
                   splits_that_run(c.shape) > 1 ? "fp32 partials + reduce kernel" : "bf16 via swizzled smem + TMA store");
-    return config_.stream_k ? std::string(text) + "; " + stream_k_text(c.shape) : std::string(text);
+    std::string out = text + row_padding(c.shape, config_.fp8 ? 1 : 2, !mn).describe();
+    return config_.stream_k ? out + "; " + stream_k_text(c.shape) : out;
   }
 
   nlohmann::json config() const override {
@@ -175,14 +178,7 @@ class HopperGemm final : public OurKernel {
       return "requires sm_90a (Hopper wgmma and TMA); found sm_" + std::to_string(d->compute_capability()) + " on " +
              d->name;
     const auto& s = c.shape;
-    const int ab_bytes = config_.fp8 ? 1 : 2;
-    // TMA addresses rows in 16-byte units: every row stride must be a multiple of 16 bytes.
-    if ((s.k * ab_bytes) % 16 != 0)
-      return "TMA needs 16-byte aligned rows: K=" + std::to_string(s.k) + " is not a multiple of " +
-             std::to_string(16 / ab_bytes) + " for " + c.dtype;
-    if (s.n % 8 != 0)
-      return "TMA needs 16-byte aligned rows of C (and of B in layout nn): N=" + std::to_string(s.n) +
-             " is not a multiple of 8";
+    // Rows that are not 16-byte aligned (TMA's unit) run on padded copies: bind() and padded_operands.hpp.
     if (s.m > (1LL << 31) - 1 || s.n > (1LL << 31) - 1 || s.k > (1LL << 31) - 1) return std::string("dimension above 2^31");
     if (config_.cluster_m * config_.cluster_n > 1 && !config_.persistent)
       return std::string("clusters are only built persistent");   // a configuration error, never reached
@@ -197,11 +193,16 @@ class HopperGemm final : public OurKernel {
     plan->instance = hopper_instance(config_.fp8, config_.block_n, mn, config_.ping_pong());
     plan->instance.prepare();
     const int bk = plan->instance.block_k;
+    const int ab_bytes = config_.fp8 ? 1 : 2;
+    // The kernel runs on rows padded to 16 bytes (K to pad.k, N to pad.n); an aligned shape has pad == shape.
+    const RowPadding pad = row_padding(s, ab_bytes, !mn);
+    plan->padded = std::make_unique<PaddedOperands>(problem, pad, ab_bytes, epilogue_asked != Epilogue::none);
+    const PaddedOperands& ops = *plan->padded;
 
     HopperParams& p = plan->params;
     p.m = int(s.m);
-    p.n = int(s.n);
-    p.k = int(s.k);
+    p.n = int(pad.n);
+    p.k = int(pad.k);
     p.batch = int(s.batch);
     p.m_tiles = int(ceil_div(s.m, kBlockM));
     p.n_tiles = int(ceil_div(s.n, config_.block_n));
@@ -221,9 +222,9 @@ class HopperGemm final : public OurKernel {
       p.scale_b = problem.device_scale_b();
     }
     p.epilogue = int(epilogue_asked);
-    p.bias = problem.bias();
+    p.bias = ops.bias();
     if (p.splits > 1) {
-      plan->partials = DeviceBuffer(std::size_t(p.splits) * std::size_t(s.batch * s.m * s.n) * sizeof(float));
+      plan->partials = DeviceBuffer(std::size_t(p.splits) * std::size_t(s.batch * s.m * pad.n) * sizeof(float));
       p.partials = plan->partials.as<float>();
     }
     const int cluster = p.cluster_m * p.cluster_n;
@@ -242,19 +243,20 @@ class HopperGemm final : public OurKernel {
     }
 
     const CUtensorMapDataType ab = config_.fp8 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-    const int ab_bytes = config_.fp8 ? 1 : 2;
+    // A K x N B keeps its K rows when only K is padded: TMA fills rows past K with zeros, as past any tile.
     for (int copy = 0; copy < problem.copies(); ++copy) {
-      plan->maps.push_back(tensor_map(problem.a(copy), ab, ab_bytes, s.k, s.m, s.batch, bk, kBlockM / p.cluster_n));
+      plan->maps.push_back(tensor_map(ops.a(copy), ab, ab_bytes, pad.k, s.m, s.batch, bk, kBlockM / p.cluster_n));
       if (mn)   // B row-major K x N: boxes of 64 columns x bk rows
-        plan->maps.push_back(tensor_map(problem.b(copy), ab, ab_bytes, s.n, s.k, s.batch, 64, bk));
+        plan->maps.push_back(tensor_map(ops.b(copy), ab, ab_bytes, pad.n, s.k, s.batch, 64, bk));
       else      // B row-major N x K: boxes of bk x (block_n / cluster_m) rows
         plan->maps.push_back(
-            tensor_map(problem.b(copy), ab, ab_bytes, s.k, s.n, s.batch, bk, config_.block_n / p.cluster_m));
+            tensor_map(ops.b(copy), ab, ab_bytes, pad.k, s.n, s.batch, bk, config_.block_n / p.cluster_m));
       plan->maps.push_back(
-          tensor_map(problem.c(copy), CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, s.n, s.m, s.batch, kChunkCols, 64));
-      plan->outputs.push_back(problem.c(copy));
+          tensor_map(ops.c(copy), CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, pad.n, s.m, s.batch, kChunkCols, 64));
+      plan->outputs.push_back(ops.c(copy));
     }
     return [plan](cudaStream_t stream, int copy) {
+      plan->padded->pad_inputs(stream, copy);
       HopperLaunchArgs args;
       args.a = &plan->maps[std::size_t(copy) * 3];
       args.b = &plan->maps[std::size_t(copy) * 3 + 1];
@@ -269,6 +271,7 @@ class HopperGemm final : public OurKernel {
                                                          static_cast<__nv_bfloat16*>(plan->outputs[std::size_t(copy)]));
         AISPFLOW_CUDA_CHECK_LAUNCH();
       }
+      plan->padded->copy_back(stream, copy);
     };
   }
 
