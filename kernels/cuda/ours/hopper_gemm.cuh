@@ -108,40 +108,38 @@ struct WorkUnit {
 struct WorkSchedule {
   const HopperParams& p;
   int cluster_id, clusters;
-  int dp_work;                  // work items of the data-parallel phase
   int w;                        // next data-parallel item
-  std::int64_t pos, end;        // this cluster's stream-K range of k-iterations (tile-major, k-minor)
-  std::int64_t sk_iters;
+  int pos, end;                 // this cluster's stream-K range of k-iterations (tile-major, k-minor); the host
+                                // keeps sk_tiles x k_tiles below 2^31
 
   __device__ WorkSchedule(const HopperParams& params, int id, int count)
-      : p(params), cluster_id(id), clusters(count), dp_work(params.total_work - params.sk_tiles), w(id) {
-    sk_iters = std::int64_t(p.sk_tiles) * p.k_tiles;
-    pos = sk_iters * id / count;
-    end = sk_iters * (id + 1) / count;
+      : p(params), cluster_id(id), clusters(count), w(id), pos(range_begin(id)), end(range_begin(id + 1)) {}
+  __device__ int dp_work() const { return p.total_work - p.sk_tiles; }
+  __device__ int range_begin(int c) const {
+    return int(std::int64_t(p.sk_tiles) * p.k_tiles * c / clusters);
   }
-  __device__ std::int64_t range_begin(int c) const { return sk_iters * c / clusters; }
 
   __device__ bool next(WorkUnit& u) {
-    if (w < dp_work) {
+    if (w < dp_work()) {
       u.t = decode_work(p, w);
       u.k_begin = u.t.split * p.k_tiles_per_split;
       u.k_end = min(u.k_begin + p.k_tiles_per_split, p.k_tiles);
       u.contribute_slot = -1;
       u.contributors = 0;
       w += clusters;
-      u.has_next = w < dp_work || pos < end;
+      u.has_next = w < dp_work() || pos < end;
       return true;
     }
     if (pos >= end) return false;
-    const int q = int(pos / p.k_tiles);                 // stream-K tile
-    u.t = decode_work(p, dp_work + q);
-    u.k_begin = int(pos - std::int64_t(q) * p.k_tiles);
-    u.k_end = int(min(std::int64_t(p.k_tiles), u.k_begin + (end - pos)));
+    const int q = pos / p.k_tiles;                      // stream-K tile
+    u.t = decode_work(p, dp_work() + q);
+    u.k_begin = pos - q * p.k_tiles;
+    u.k_end = min(p.k_tiles, u.k_begin + (end - pos));
     u.contribute_slot = u.k_begin > 0 ? cluster_id : -1;
     u.contributors = 0;
     if (u.k_begin == 0 && u.k_end < p.k_tiles) {
       // The clusters whose ranges start inside this tile's remaining k-iterations.
-      const std::int64_t tile_end = std::int64_t(q + 1) * p.k_tiles;
+      const int tile_end = (q + 1) * p.k_tiles;
       u.first_contributor = cluster_id + 1;
       int c = cluster_id + 1;
       while (c < clusters && range_begin(c) < tile_end) ++c;
@@ -308,18 +306,16 @@ __global__ void __launch_bounds__(kThreads, 1)
         else
           for (int r = 0; r < cluster_size; ++r) mbar_arrive_cluster(&empty[s], std::uint32_t(r));
       };
-      // wgmmas for K-steps [kk_begin, kk_end) of one stage; the first overwrites `d` unless accumulate_first.
-      auto issue = [&](float (&d)[kAcc], const std::uint8_t* a, const std::uint8_t* b, bool accumulate_first,
-                       int kk_begin = 0, int kk_end = kBlockK / Shape::kKStep) {
+      auto issue = [&](float (&d)[kAcc], const std::uint8_t* a, const std::uint8_t* b, bool accumulate_first) {
 #pragma unroll
-        for (int kk = kk_begin; kk < kk_end; ++kk) {
+        for (int kk = 0; kk < kBlockK / Shape::kKStep; ++kk) {
           const std::uint64_t desc_a = smem_desc(a + kk * 32, 16, 1024);
           std::uint64_t desc_b;
           if constexpr (BMnMajor)
             desc_b = smem_desc(b + kk * Shape::kKStep * kRowBytes, kBlockK * kRowBytes, 1024);
           else
             desc_b = smem_desc(b + kk * 32, 16, 1024);
-          wgmma<Fp8, BN, BMnMajor ? 1 : 0>(d, desc_a, desc_b, (accumulate_first || kk > kk_begin) ? 1 : 0);
+          wgmma<Fp8, BN, BMnMajor ? 1 : 0>(d, desc_a, desc_b, (accumulate_first || kk > 0) ? 1 : 0);
         }
       };
       auto fence_accumulators = [&] {
@@ -356,49 +352,21 @@ __global__ void __launch_bounds__(kThreads, 1)
         // fp8: Hopper's fp8 wgmma accumulates with fewer mantissa bits than fp32 (about 1.5% error at K = 4096 on
         // random data, far outside the fp8 tolerance). Each k-tile (K = 128) is therefore accumulated in a
         // temporary and promoted into the fp32 accumulators (what DeepGEMM and CUTLASS's fp8 "promotion" do). The
-        // wait for the temporary is meant to be hidden by the other consumer warpgroup's wgmmas.
-        //
-        // Staggered (p.stagger): in step, both warpgroups wait for the same stage, their groups interleave on the
-        // tensor cores and retire together, and both promotions leave the pipe idle (NOTES.md step 12: 0.80x of
-        // cuBLASLt). Warpgroup 1 therefore runs half a k-tile out of phase: its groups cover the second half of
-        // k-tile t and the first half of t + 1 (a half group at each end of the tile), so when one warpgroup's
-        // group retires the other still has half a group queued, which runs while the first promotes and issues.
-        // Every group still spans 128 K (the promotion interval, and so the accuracy, is unchanged).
+        // wait for the temporary is meant to be hidden by the other consumer warpgroup's wgmmas; on the H100 it
+        // is not fully (NOTES.md steps 7, 12 and 13 tried two temporaries, strict turns and half a k-tile of phase).
         float part[kAcc];
-        constexpr int kHalf = kBlockK / Shape::kKStep / 2;   // K-steps in half a k-tile
-        if (p.stagger && wg == 1) {
-          const std::uint32_t it0 = it;
-          const int tiles_here = k_end - k_begin;
-          for (int g = 0; g <= tiles_here; ++g) {
-            const int s_prev = int((it0 + g - 1) % kStages), s = int((it0 + g) % kStages);
-            if (g < tiles_here) mbar_wait(&full[s], ((it0 + g) / kStages) & 1);
-            wgmma_fence();
-            fence_registers(part);
-            const std::uint8_t* a_rows = stage_a + wg * 64 * kRowBytes;
-            if (g > 0) issue(part, a_rows + s_prev * kASlab, stage_b + s_prev * kBSlab, false, kHalf, 2 * kHalf);
-            if (g < tiles_here) issue(part, a_rows + s * kASlab, stage_b + s * kBSlab, g > 0, 0, kHalf);
-            wgmma_commit();
-            wgmma_wait<0>();
-            fence_registers(part);
-            if (g > 0) release(s_prev);
+        for (int kt = k_begin; kt < k_end; ++kt, ++it) {
+          const int s = int(it % kStages);
+          mbar_wait(&full[s], (it / kStages) & 1);
+          wgmma_fence();
+          fence_registers(part);
+          issue(part, stage_a + s * kASlab + wg * 64 * kRowBytes, stage_b + s * kBSlab, false);
+          wgmma_commit();
+          wgmma_wait<0>();
+          fence_registers(part);
+          release(s);
 #pragma unroll
-            for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
-          }
-          it = it0 + std::uint32_t(tiles_here);
-        } else {
-          for (int kt = k_begin; kt < k_end; ++kt, ++it) {
-            const int s = int(it % kStages);
-            mbar_wait(&full[s], (it / kStages) & 1);
-            wgmma_fence();
-            fence_registers(part);
-            issue(part, stage_a + s * kASlab + wg * 64 * kRowBytes, stage_b + s * kBSlab, false);
-            wgmma_commit();
-            wgmma_wait<0>();
-            fence_registers(part);
-            release(s);
-#pragma unroll
-            for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
-          }
+          for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
         }
       }
 

@@ -134,6 +134,7 @@ int stream_k_tiles(std::int64_t tiles, int clusters, int k_tiles, int block_n, b
   if (gain < 2.0 * price) return 0;
   const std::int64_t shared = std::min<std::int64_t>(tiles, rest + clusters);
   if (shared * k_tiles / clusters < 8) return 0;
+  if (shared * k_tiles >= (std::int64_t(1) << 31)) return 0;   // the kernel counts k-iterations in 32 bits
   return int(shared);
 }
 
@@ -154,7 +155,6 @@ class HopperGemm final : public OurKernel {
                   splits_that_run(c.shape), config_.block_n, config_.fp8 ? 32 : 16, mn ? "MN" : "K",
                   config_.cluster_m * config_.cluster_n > 1 ? ", cluster multicast" : "",
                   config_.ping_pong()                  ? "ping-pong: whole tiles in turn"
-                  : config_.schedule == "staggered" ? "cooperative, warpgroup 2 half a k-tile out of phase"
                                                        : "cooperative: 64 rows each",
                   splits_that_run(c.shape) > 1 ? "fp32 partials + reduce kernel" : "bf16 via swizzled smem + TMA store");
     std::string out = text + row_padding(c.shape, config_.fp8 ? 1 : 2, !mn).describe();
@@ -216,7 +216,6 @@ class HopperGemm final : public OurKernel {
     if (p.splits != int(ceil_div(p.k_tiles, p.k_tiles_per_split))) throw std::logic_error("split-K count disagrees");
     p.total_work = p.splits * p.batch * p.cm_tiles * p.cn_tiles;
     p.raster_group = config_.raster_group;
-    p.stagger = config_.schedule == "staggered" ? 1 : 0;
     if (config_.fp8) {
       p.scale_a = problem.device_scale_a();
       p.scale_b = problem.device_scale_b();
@@ -355,16 +354,13 @@ std::vector<std::unique_ptr<OurKernel>> cluster_kernels() {
   // fp8 promotes each k-tile through a second accumulator set: block N 256 would not fit (hopper_instances_fp8.cu).
   for (int bn : {192, 128})
     for (auto [cm, cn] : clusters) out.push_back(make_hopper_kernel({"ours.cluster", true, bn, cm, cn, true, 8, 0}));
-  for (int bn : {192, 128})
-    for (auto [cm, cn] : clusters)
-      out.push_back(make_hopper_kernel({"ours.cluster", true, bn, cm, cn, true, 8, 0, "staggered"}));
   // Stream-K for the last wave, on the clusters that win large shapes (2x1) and without a cluster.
   for (int bn : {256, 192, 128})
     for (auto [cm, cn] : {std::pair{2, 1}, std::pair{1, 1}})
       out.push_back(make_hopper_kernel({"ours.cluster", false, bn, cm, cn, true, 8, 0, "cooperative", true}));
   for (int bn : {192, 128})
     for (auto [cm, cn] : {std::pair{2, 1}, std::pair{1, 1}})
-      out.push_back(make_hopper_kernel({"ours.cluster", true, bn, cm, cn, true, 8, 0, "staggered", true}));
+      out.push_back(make_hopper_kernel({"ours.cluster", true, bn, cm, cn, true, 8, 0, "cooperative", true}));
   return out;
 }
 

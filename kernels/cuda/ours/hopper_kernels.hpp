@@ -20,15 +20,14 @@ struct HopperConfig {
   int raster_group = 8;      // cluster-rows per band of that order (L2 reuse)
   int split_k = 1;           // K splits; 0 = chosen per shape (skinny shapes split until a wave is full)
   // "cooperative": both consumer warpgroups share each 128 x block_n tile (64 rows each). "pingpong": each
-  // takes whole tiles in turn, one's epilogue under the other's mainloop (bf16, block_n 128). "staggered"
-  // (fp8): cooperative, warpgroup 2 half a k-tile out of phase, so that one's promotion runs under the other's
-  // wgmmas.
+  // takes whole tiles in turn, one's epilogue under the other's mainloop (bf16, block_n 128).
+  // Cooperative is the only fp8 schedule (NOTES.md steps 12-13: the variants tried were slower).
   std::string schedule = "cooperative";
   // Stream-K for the last wave (cooperative schedules): when the tiles leave the last wave partly empty, the
   // last tiles' k-iterations are shared out evenly among all clusters, partial tiles fixed up in the kernel.
   bool stream_k = false;
   bool ping_pong() const { return schedule == "pingpong"; }
-  // "128x256x64_c2x1_persistent" (+ "_pingpong" / "_staggered", "_sk"): how options and tables name it.
+  // "128x256x64_c2x1_persistent" (+ "_pingpong", "_sk"): how options and tables name it.
   std::string name() const;
 };
 

@@ -30,7 +30,6 @@ struct HopperParams {
   const void* bias = nullptr;         // bf16 [n] for the bias / bias_gelu epilogues
   int epilogue = 0;                   // 0 none, 1 bias, 2 bias_gelu (gemm_data.hpp's Epilogue)
   float* partials = nullptr;          // split-K: [splits][batch][m][n] fp32
-  int stagger = 0;                    // fp8: consumer warpgroup 1 runs half a k-tile out of phase
   // Stream-K (hopper_gemm.cuh, WorkSchedule): the last sk_tiles work items are shared out by k-iterations.
   int sk_tiles = 0;
   float* sk_partials = nullptr;       // [clusters][cluster CTA][consumer warpgroup][128 threads x BN/2] fp32
