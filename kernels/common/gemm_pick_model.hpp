@@ -49,9 +49,10 @@ struct PickConstants {
 };
 
 // A named handle on each constant, with the range the fit may move it in (gemm_pick_fit.cpp, the docs table).
+using PickConstantMember = double PickConstants::*;
 struct PickConstantRef {
   const char* name;
-  double PickConstants::*member;
+  PickConstantMember member;
   double lo, hi;
   const char* meaning;
 };

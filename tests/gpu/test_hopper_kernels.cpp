@@ -50,16 +50,19 @@ TEST(HopperKernels, DefaultPicksFollowTheShape) {
   const auto wgmma = ours::wgmma_kernels();
   const auto cluster = ours::cluster_kernels();
   auto picked = [](const std::vector<std::unique_ptr<OurKernel>>& list, std::size_t i) { return list.at(i)->config(); };
-  // 2880 = 15 x 192: the 192-wide tile leaves no partial column of tiles.
+  // 2880 = 15 x 192: the 192-wide tile leaves no partial column of tiles (ours.wgmma's rule). ours.cluster's pick
+  // model (tests/unit/test_gemm_pick_model.cpp) still takes 128x256 in a 2x1 cluster there: its 192 cluster tiles
+  // (the 12th column a quarter full) make 2.91 waves of 66 against 3.64 at 192 wide; measured
+  // (cluster_gemm/sweep.json, nn) 128x192 2x1 ran 5.5% behind the winner, 128x256 2x1 within 0.3% of it.
   const GemmCase gptoss{shape_of(4096, 2880, 2880), "bf16", "nt", "none"};
   EXPECT_EQ(picked(wgmma, ours::pick_wgmma(wgmma, gptoss))["tile"][1], 192);
-  EXPECT_EQ(picked(cluster, ours::pick_cluster(cluster, gptoss))["tile"][1], 192);
+  EXPECT_EQ(picked(cluster, ours::pick_cluster(cluster, gptoss))["tile"][1], 256);
   EXPECT_EQ(picked(cluster, ours::pick_cluster(cluster, gptoss))["cluster"], nlohmann::json({2, 1}));
   const GemmCase square{shape_of(4096, 4096, 4096), "bf16", "nn", "none"};
   EXPECT_EQ(picked(cluster, ours::pick_cluster(cluster, square))["tile"][1], 256);
-  // One row of tiles (decode) has no vertical neighbour to share B with.
+  // One row of tiles (decode) has no vertical neighbour to share B with: never a 2-row cluster.
   const GemmCase decode{shape_of(64, 8192, 8192), "bf16", "nt", "none"};
-  EXPECT_EQ(picked(cluster, ours::pick_cluster(cluster, decode))["cluster"], nlohmann::json({1, 1}));
+  EXPECT_EQ(picked(cluster, ours::pick_cluster(cluster, decode))["cluster"][0], 1);
   // fp8 stops at 192 columns (its promotion accumulators).
   const GemmCase fp8{shape_of(4096, 4096, 4096), "fp8_e4m3", "nt", "none"};
   EXPECT_LE(picked(cluster, ours::pick_cluster(cluster, fp8))["tile"][1].get<int>(), 192);
