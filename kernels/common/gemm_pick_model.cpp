@@ -18,7 +18,8 @@ constexpr double kUnitArea = 128.0 * 256.0;     // the time unit's tile: 128 x 2
 double tile_efficiency(int block_n, const PickConstants& c) {
   if (block_n >= 256) return 1.0;
   if (block_n >= 192) return c.tile_efficiency_192 + (1.0 - c.tile_efficiency_192) * (block_n - 192) / 64.0;
-  if (block_n >= 128) return c.tile_efficiency_128 + (c.tile_efficiency_192 - c.tile_efficiency_128) * (block_n - 128) / 64.0;
+  if (block_n >= 128)
+    return c.tile_efficiency_128 + (c.tile_efficiency_192 - c.tile_efficiency_128) * (block_n - 128) / 64.0;
   return c.tile_efficiency_128;
 }
 

@@ -256,6 +256,25 @@ TEST_F(OursGpu, AutotuneVerifiesEveryCandidateAndRecordsThem) {
   EXPECT_GT(r.extra["candidates"].size(), 3u);
   EXPECT_EQ(r.extra["candidates"][0]["kernel"], r.kernel) << "the winner comes first";
   for (const auto& cand : r.extra["candidates"]) EXPECT_TRUE(cand["verified"].get<bool>()) << cand.dump();
+  // `pick`: the configuration the provider runs without autotune, timed in this search's round that timed it and
+  // the winner both (docs/records.md).
+  const auto cluster = ours::cluster_kernels();
+  GemmCase plain = c;
+  plain.options = nlohmann::json::object();
+  const std::string picked = cluster.at(ours::pick_cluster(cluster, plain))->config()["name"];
+  ASSERT_TRUE(r.extra.contains("pick")) << r.extra.dump();
+  const auto& pick = r.extra["pick"];
+  EXPECT_EQ(pick["config"], picked);
+  const std::string key = pick["round"] == "interleaved" ? "time_ms" : "screen_time_ms";
+  ASSERT_TRUE(pick["round"] == "interleaved" || pick["round"] == "screen") << pick.dump();
+  for (const auto& cand : r.extra["candidates"]) {
+    if (cand["config"]["name"] == picked)
+      EXPECT_DOUBLE_EQ(pick["time_ms"].get<double>(), cand[key]["median"].get<double>());
+    if (cand["kernel"] == r.kernel)
+      EXPECT_DOUBLE_EQ(pick["winner_time_ms"].get<double>(), cand[key]["median"].get<double>());
+  }
+  EXPECT_DOUBLE_EQ(pick["ratio_to_winner"].get<double>(),
+                   pick["winner_time_ms"].get<double>() / pick["time_ms"].get<double>());
 }
 
 // A kernel that writes nothing (the output stays NaN) and one that writes finite but wrong values everywhere
