@@ -77,12 +77,13 @@ int main(int argc, char** argv) {
       std::printf("\n== leave one out: fitted without each record, then its pick\n");
       int within = 0;
       double worst = 1;
-      FitOptions quick;
-      quick.restarts = 3;
+      // From the middle of every constant's range, not from the committed values (fitted with the record).
+      PickConstants neutral;
+      for (const auto& r : pick_constant_refs()) neutral.*r.member = (r.lo + r.hi) / 2;
       for (std::size_t i = 0; i < evidence.size(); ++i) {
         std::vector<PickEvidence> rest = evidence;
         rest.erase(rest.begin() + std::ptrdiff_t(i));
-        const PickOutcome o = evaluate_pick(evidence[i], fit_pick_constants(rest, h100_pick_constants(), quick));
+        const PickOutcome o = evaluate_pick(evidence[i], fit_pick_constants(rest, neutral));
         within += o.ratio() >= kTarget ? 1 : 0;
         worst = std::min(worst, o.ratio());
         std::printf("%-90s pick %-30s %.3f\n", evidence[i].source.c_str(),
