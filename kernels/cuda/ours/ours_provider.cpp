@@ -41,7 +41,7 @@ RoundTimes round_times(const SearchCandidate& c) {
 json pick_entry(const std::string& name, const std::vector<SearchCandidate>& candidates, std::size_t winner) {
   json j = {{"config", name}};
   for (const auto& cand : candidates) {
-    if (cand.identity["config"].value("name", std::string()) != name) continue;
+    if (cand.identity.value("config", json::object()).value("name", std::string()) != name) continue;
     if (cand.status != "ok") {
       j["status"] = cand.status;
       j["reason"] = cand.reason;
