@@ -78,6 +78,18 @@ TEST(GemmPickModel, FourMoreTilesThanAWaveCostFarMoreThanTheirWork) {
   EXPECT_GT(over / full, 1.5);   // 3% more tiles, a second (almost empty) wave
 }
 
+TEST(GemmPickModel, ClustersAndTileSizesGoTheExpectedWay) {
+  const auto& c = h100_pick_constants();
+  // One row of tiles: a 2x1 cluster pairs every tile with an empty one.
+  EXPECT_EQ(pick_argmin({64, 8192, 8192, 1}, "bf16", {config(256, 2, 1), config(256, 1, 1)}, c), 1u);
+  // A big square, whole waves either way: the wider tile re-reads less per FLOP.
+  EXPECT_EQ(pick_argmin({8192, 8192, 8192, 1}, "bf16", {config(128, 1, 1), config(256, 1, 1)}, c), 1u);
+  // ... and bf16 shares B across a 2x1 cluster, while fp8's promotion makes the pair's coupling cost more than
+  // the traffic it saves on a compute-bound square (measured: cluster_gemm/sweep.json, lab_square_8192).
+  EXPECT_EQ(pick_argmin({8192, 8192, 8192, 1}, "bf16", {config(256, 1, 1), config(256, 2, 1)}, c), 1u);
+  EXPECT_EQ(pick_argmin({8192, 8192, 8192, 1}, "fp8_e4m3", {config(192, 1, 1, 128), config(192, 2, 1, 128)}, c), 0u);
+}
+
 TEST(GemmPickModel, SplitKFollowsTheKernelsAutoRule) {
   // Decode row, 32 tiles of 128x256: about one wave of 132 -> 4 splits; a full GPU of tiles: no split.
   EXPECT_EQ(auto_split_k({128, 8192, 8192, 1}, 128, 256, 64, 132), 4);
