@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "kernels/common/gemm_pick_model.hpp"
 #include "kernels/cuda/check.hpp"
 #include "kernels/cuda/cublaslt_gemm.hpp"
 #include "kernels/cuda/device.hpp"
@@ -294,17 +295,14 @@ class HopperGemm final : public OurKernel {
   int stages() const { return hopper_instance(config_.fp8, config_.block_n, false, config_.ping_pong()).stages; }
 
   // Split-K for skinny problems: when the output tiles cannot fill the GPU, split K so that about one wave of
-  // CTAs runs, each split keeping at least 4 k-tiles (a shorter mainloop cannot hide its pipeline fill).
+  // CTAs runs, each split keeping at least 4 k-tiles (a shorter mainloop cannot hide its pipeline fill). The rule
+  // lives with the pick model (gemm_pick_model.cpp), which predicts the same splits.
   int splits_for(const GemmShape& s) const {
     if (config_.split_k > 0) return config_.split_k;
     if (!config_.persistent) return 1;
     const DeviceInfo* d = first_device();
-    const int sms = d ? d->sm_count : 132;
-    const std::int64_t tiles = ceil_div(s.m, kBlockM) * ceil_div(s.n, config_.block_n) * s.batch;
-    const std::int64_t k_tiles = ceil_div(s.k, config_.fp8 ? 128 : 64);
-    if (tiles * 2 > sms) return 1;
-    const std::int64_t want = sms / std::max<std::int64_t>(tiles, 1);
-    return int(std::clamp<std::int64_t>(std::min(want, k_tiles / 4), 1, 16));
+    return auto_split_k({s.m, s.n, s.k, s.batch}, kBlockM, config_.block_n, config_.fp8 ? 128 : 64,
+                        d ? d->sm_count : 132);
   }
 
   // The splits that run: every split takes ceil(k_tiles / requested) k-tiles, so fewer splits may be needed
@@ -390,14 +388,30 @@ std::size_t pick_wgmma(const std::vector<std::unique_ptr<OurKernel>>& list, cons
   return find_config(list, fp8, block_n_for(c.shape.n, fp8), 1, 1);
 }
 
-// Measured on an H100 (bench/results/h100/cluster_gemm): bf16 is fastest with 2x1 clusters (B multicast halves
-// the L2 -> SM traffic of a 128x256 tile) whenever there are two rows of tiles to pair; a single row of tiles
-// (decode, M <= 128) and fp8 (whose promotion leaves the loads less critical) run best without a cluster.
+// The least time the pick model predicts (kernels/common/gemm_pick_model.hpp, docs/kernels.md: waves and the
+// last wave's fill, tile quantization, operand traffic, cluster coupling, split-K), among the configurations that
+// can run the case; with none (no device, a shape no configuration takes), among those of the case's dtype, so
+// that the provider names that configuration's reason.
 std::size_t pick_cluster(const std::vector<std::unique_ptr<OurKernel>>& list, const GemmCase& c) {
   const bool fp8 = c.dtype == "fp8_e4m3";
-  const bool one_row = c.shape.m <= kBlockM;
-  const int cm = (fp8 || one_row) ? 1 : 2;
-  return find_config(list, fp8, block_n_for(c.shape.n, fp8), cm, 1);
+  std::vector<PickConfig> runnable, of_dtype;
+  std::vector<std::size_t> runnable_at, of_dtype_at;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const PickConfig pc = pick_config_from_json(list[i]->config());
+    if ((pc.block_k == 128) != fp8) continue;   // 128 bytes of K: 128 fp8 or 64 bf16 elements
+    of_dtype.push_back(pc);
+    of_dtype_at.push_back(i);
+    if (!list[i]->unsupported(c)) {
+      runnable.push_back(pc);
+      runnable_at.push_back(i);
+    }
+  }
+  const auto& configs = runnable.empty() ? of_dtype : runnable;
+  const auto& at = runnable.empty() ? of_dtype_at : runnable_at;
+  if (configs.empty()) return 0;
+  const DeviceInfo* d = first_device();
+  const PickShape shape{c.shape.m, c.shape.n, c.shape.k, c.shape.batch};
+  return at[pick_argmin(shape, c.dtype, configs, h100_pick_constants(), d ? d->sm_count : 132)];
 }
 
 }  // namespace aispflow::kernels::cuda::ours

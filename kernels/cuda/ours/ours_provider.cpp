@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <random>
 
+#include "kernels/common/gemm_pick_fit.hpp"
 #include "kernels/cuda/candidate_search.hpp"
 #include "kernels/cuda/cublaslt_gemm.hpp"
 #include "kernels/cuda/device.hpp"
@@ -25,6 +26,36 @@ SearchCandidate candidate(const OurKernel& k, const GemmCase& c, const GemmProbl
   if (problem.epilogue() != Epilogue::none) sc.bare = k.bind(problem, Epilogue::none);
   sc.extra_tolerance = k.extra_rounding();
   return sc;
+}
+
+RoundTimes round_times(const SearchCandidate& c) {
+  RoundTimes t;
+  if (c.screen) t.screen_ms = c.screen->stats.median_ms;
+  if (c.full) t.full_ms = c.full->stats.median_ms;
+  return t;
+}
+
+// An autotuned record's `pick` (docs/records.md): the configuration the provider runs without autotune, and its
+// time against the winner's from the same round of this search (the interleaved finalists' rounds when both
+// reached them, else the screening round): how far the default pick lands from the autotuned winner.
+json pick_entry(const std::string& name, const std::vector<SearchCandidate>& candidates, std::size_t winner) {
+  json j = {{"config", name}};
+  for (const auto& cand : candidates) {
+    if (cand.identity.value("config", json::object()).value("name", std::string()) != name) continue;
+    if (cand.status != "ok") {
+      j["status"] = cand.status;
+      j["reason"] = cand.reason;
+    } else if (const auto r = same_round(round_times(cand), round_times(candidates[winner]))) {
+      j["round"] = r->round;
+      j["time_ms"] = r->pick_ms;
+      j["winner_time_ms"] = r->winner_ms;
+      j["ratio_to_winner"] = r->ratio_to_winner();
+    }
+    return j;
+  }
+  j["status"] = "skipped";
+  j["reason"] = "not among the candidates: it cannot run this case";
+  return j;
 }
 
 std::string gib(double bytes) {
@@ -153,6 +184,7 @@ std::vector<GemmRecord> OursProvider::run(const GemmCase& c, const TimingPolicy&
       int verified = 0;
       for (const auto& cand : candidates) verified += cand.verified ? 1 : 0;
       rec.extra["autotune"] = {{"candidates", candidates.size()}, {"verified", verified}};
+      if (winner) rec.extra["pick"] = pick_entry(config_name(*kernels_.at(pick_(kernels_, c))), candidates, *winner);
     }
     if (!winner) {
       const SearchCandidate& first = candidates.front();

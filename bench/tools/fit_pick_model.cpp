@@ -1,0 +1,99 @@
+// The ours.cluster default-pick model (kernels/common/gemm_pick_model.hpp) against autotune evidence:
+//
+//   fit_pick_model [--fit] [--loo] [PATH...]      PATH: a record file or a directory (default bench/results/h100)
+//
+// Prints, per autotuned ours.cluster record, the configuration the model picks, the measured winner and their
+// same-round ratio (winner time / pick time), with the committed constants; --fit re-fits the constants on all
+// the evidence and prints them (paste them into h100_pick_constants()) with the table again; --loo fits once
+// per record without it and reports that record's pick (how well the model predicts a shape it has not seen).
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "kernels/common/gemm_pick_fit.hpp"
+
+using namespace aispflow::kernels;
+
+namespace {
+
+constexpr double kTarget = 0.97;   // issue 22: within 3% of the autotuned winner
+
+void report(const std::vector<PickEvidence>& evidence, const PickConstants& c) {
+  int within = 0;
+  double worst = 1;
+  for (const auto& e : evidence) {
+    const PickOutcome o = evaluate_pick(e, c);
+    const double r = o.ratio();
+    within += r >= kTarget ? 1 : 0;
+    worst = std::min(worst, r);
+    std::printf("%-90s pick %-30s winner %-30s %-11s %.3f%s\n", e.source.c_str(),
+                e.candidates[o.pick].config.name.c_str(), e.candidates[e.winner].config.name.c_str(),
+                o.round ? o.round->round.c_str() : "-", r, r >= kTarget ? "" : "  MISS");
+  }
+  std::printf("%d of %zu records within 3%% of the winner; worst ratio %.3f\n", within, evidence.size(), worst);
+}
+
+void print_constants(const PickConstants& c) {
+  for (const auto& r : pick_constant_refs()) std::printf("    k.%s = %.4g;   // %s\n", r.name, c.*r.member, r.meaning);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool fit = false, loo = false;
+  std::vector<std::string> paths;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--fit")) fit = true;
+    else if (!std::strcmp(argv[i], "--loo")) loo = true;
+    else if (argv[i][0] == '-') {
+      std::fprintf(stderr, "usage: %s [--fit] [--loo] [record file or directory...]\n", argv[0]);
+      return 2;
+    } else paths.push_back(argv[i]);
+  }
+  if (paths.empty()) paths.push_back("bench/results/h100");
+  try {
+    std::vector<PickEvidence> evidence;
+    for (const auto& p : paths) {
+      auto part = std::filesystem::is_directory(p) ? read_pick_evidence_dir(p) : read_pick_evidence(p);
+      evidence.insert(evidence.end(), part.begin(), part.end());
+    }
+    if (evidence.empty()) {
+      std::fprintf(stderr, "no autotuned ours.cluster records (with candidates) found\n");
+      return 1;
+    }
+    std::printf("== committed constants (h100_pick_constants)\n");
+    report(evidence, h100_pick_constants());
+    if (fit) {
+      const PickConstants c = fit_pick_constants(evidence, h100_pick_constants());
+      std::printf("\n== fitted on %zu records (loss %.4f; committed %.4f)\n", evidence.size(),
+                  pick_loss(evidence, c, {}), pick_loss(evidence, h100_pick_constants(), {}));
+      print_constants(c);
+      report(evidence, c);
+    }
+    if (loo) {
+      std::printf("\n== leave one out: fitted without each record, then its pick\n");
+      int within = 0;
+      double worst = 1;
+      // From the middle of every constant's range, not from the committed values (fitted with the record).
+      PickConstants neutral;
+      for (const auto& r : pick_constant_refs()) neutral.*r.member = (r.lo + r.hi) / 2;
+      for (std::size_t i = 0; i < evidence.size(); ++i) {
+        std::vector<PickEvidence> rest = evidence;
+        rest.erase(rest.begin() + std::ptrdiff_t(i));
+        const PickOutcome o = evaluate_pick(evidence[i], fit_pick_constants(rest, neutral));
+        within += o.ratio() >= kTarget ? 1 : 0;
+        worst = std::min(worst, o.ratio());
+        std::printf("%-90s pick %-30s %.3f\n", evidence[i].source.c_str(),
+                    evidence[i].candidates[o.pick].config.name.c_str(), o.ratio());
+      }
+      std::printf("leave one out: %d of %zu within 3%%; worst %.3f\n", within, evidence.size(), worst);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fit_pick_model: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,184 @@
+#include "kernels/common/gemm_pick_fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <stdexcept>
+
+namespace aispflow::kernels {
+
+std::optional<SameRound> same_round(const RoundTimes& pick, const RoundTimes& winner) {
+  if (pick.full_ms && winner.full_ms) return SameRound{"interleaved", *pick.full_ms, *winner.full_ms};
+  if (pick.screen_ms && winner.screen_ms) return SameRound{"screen", *pick.screen_ms, *winner.screen_ms};
+  return std::nullopt;
+}
+
+std::optional<double> PickEvidence::fit_ms(std::size_t i) const {
+  const bool all_screened = std::all_of(candidates.begin(), candidates.end(),
+                                        [](const EvidenceCandidate& c) { return !c.ok || c.times.screen_ms; });
+  const auto& t = candidates.at(i).times;
+  return all_screened ? t.screen_ms : t.full_ms;
+}
+
+namespace {
+
+std::optional<double> median_of(const nlohmann::json& c, const char* key) {
+  if (!c.contains(key) || !c[key].is_object() || !c[key].contains("median")) return std::nullopt;
+  return c[key]["median"].get<double>();
+}
+
+void collect(const nlohmann::json& j, const std::string& path, std::vector<PickEvidence>& out) {
+  if (j.is_array()) {
+    for (const auto& x : j) collect(x, path, out);
+    return;
+  }
+  if (!j.is_object()) return;
+  if (!j.contains("provider")) {
+    for (const auto& [key, value] : j.items()) collect(value, path, out);
+    return;
+  }
+  if (j["provider"] != "ours.cluster" || j.value("status", "") != "ok" || !j.contains("candidates") ||
+      !j["candidates"].is_array())
+    return;
+  const auto& s = j.at("shape");
+  PickEvidence e;
+  e.shape = {s.at("m").get<std::int64_t>(), s.at("n").get<std::int64_t>(), s.at("k").get<std::int64_t>(),
+             s.value("batch", std::int64_t(1))};
+  e.dtype = j.at("dtype").get<std::string>();
+  e.source = path + ": " + s.value("name", std::string("?")) + " " + e.dtype + " " + j.value("layout", "nn") + " " +
+             j.value("epilogue", "none");
+  const std::string winner = j.contains("config") ? j["config"].value("name", std::string()) : std::string();
+  for (const auto& c : j["candidates"]) {
+    EvidenceCandidate ec;
+    try {
+      ec.config = pick_config_from_json(c.at("config"));
+    } catch (const std::exception& ex) {
+      throw std::runtime_error(e.source + ": candidate: " + ex.what());
+    }
+    ec.times = {median_of(c, "screen_time_ms"), median_of(c, "time_ms")};
+    ec.ok = c.value("status", "") == "ok" && (ec.times.screen_ms || ec.times.full_ms);
+    if (ec.config.name == winner) e.winner = e.candidates.size();
+    e.candidates.push_back(std::move(ec));
+  }
+  if (!e.candidates.empty() && e.candidates[e.winner].ok) out.push_back(std::move(e));
+}
+
+}  // namespace
+
+std::vector<PickEvidence> read_pick_evidence(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot open");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(path + ": not JSON: " + e.what());
+  }
+  std::vector<PickEvidence> out;
+  try {
+    collect(j, path, out);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(path + ": an ours.cluster record without the expected fields: " + e.what());
+  }
+  return out;
+}
+
+std::vector<PickEvidence> read_pick_evidence_dir(const std::string& dir) {
+  std::vector<std::string> files;
+  for (const auto& f : std::filesystem::recursive_directory_iterator(dir))
+    if (f.is_regular_file() && f.path().extension() == ".json") files.push_back(f.path().string());
+  std::sort(files.begin(), files.end());
+  std::vector<PickEvidence> out;
+  for (const auto& f : files) {
+    auto part = read_pick_evidence(f);
+    std::move(part.begin(), part.end(), std::back_inserter(out));
+  }
+  return out;
+}
+
+// The model chooses among the candidates that ran (verified and timed): those are the configurations that can run
+// the case, as the provider's pick would.
+PickOutcome evaluate_pick(const PickEvidence& e, const PickConstants& constants, int sms) {
+  std::vector<PickConfig> configs;
+  std::vector<std::size_t> index;
+  for (std::size_t i = 0; i < e.candidates.size(); ++i)
+    if (e.candidates[i].ok) {
+      configs.push_back(e.candidates[i].config);
+      index.push_back(i);
+    }
+  PickOutcome o;
+  o.pick = index.at(pick_argmin(e.shape, e.dtype, configs, constants, sms));
+  o.round = same_round(e.candidates[o.pick].times, e.candidates[e.winner].times);
+  return o;
+}
+
+double pick_loss(const std::vector<PickEvidence>& evidence, const PickConstants& c, const FitOptions& o, int sms) {
+  double loss = 0;
+  for (const auto& e : evidence) {
+    std::vector<double> predicted, measured;
+    for (std::size_t i = 0; i < e.candidates.size(); ++i) {
+      const auto t = e.fit_ms(i);
+      if (!e.candidates[i].ok || !t) continue;
+      predicted.push_back(std::log(predict_pick(e.shape, e.dtype, e.candidates[i].config, c, sms).time));
+      measured.push_back(std::log(*t));
+    }
+    if (measured.empty()) continue;
+    const double best = *std::min_element(measured.begin(), measured.end());
+    // Relative times: the residuals' weighted mean is the record's unknown scale.
+    double wsum = 0, mean = 0;
+    std::vector<double> w(measured.size());
+    for (std::size_t i = 0; i < measured.size(); ++i) {
+      w[i] = std::exp(-(measured[i] - best) / o.focus);
+      wsum += w[i];
+      mean += w[i] * (predicted[i] - measured[i]);
+    }
+    mean /= wsum;
+    for (std::size_t i = 0; i < measured.size(); ++i) loss += w[i] * std::pow(predicted[i] - measured[i] - mean, 2);
+    const std::size_t pick = std::size_t(std::min_element(predicted.begin(), predicted.end()) - predicted.begin());
+    loss += o.pick_penalty * std::max(0.0, measured[pick] - best - 0.02);
+  }
+  return loss;
+}
+
+PickConstants fit_pick_constants(const std::vector<PickEvidence>& evidence, const PickConstants& start,
+                                 const FitOptions& o, int sms) {
+  const auto& refs = pick_constant_refs();
+  std::mt19937 rng(o.seed);
+  PickConstants best = start;
+  double best_loss = pick_loss(evidence, start, o, sms);
+  for (int restart = 0; restart <= o.restarts; ++restart) {
+    PickConstants c = start;
+    if (restart > 0)
+      for (const auto& r : refs) c.*r.member = std::uniform_real_distribution<double>(r.lo, r.hi)(rng);
+    double loss = pick_loss(evidence, c, o, sms);
+    std::vector<double> step;
+    for (const auto& r : refs) step.push_back((r.hi - r.lo) / 8);
+    for (int sweep = 0; sweep < o.sweeps; ++sweep) {
+      bool improved = false;
+      for (std::size_t i = 0; i < refs.size(); ++i) {
+        for (double sign : {1.0, -1.0}) {
+          PickConstants trial = c;
+          trial.*refs[i].member = std::clamp(c.*refs[i].member + sign * step[i], refs[i].lo, refs[i].hi);
+          const double l = pick_loss(evidence, trial, o, sms);
+          if (l < loss) {
+            loss = l;
+            c = trial;
+            improved = true;
+            break;
+          }
+        }
+      }
+      if (!improved)
+        for (double& s : step) s /= 2;
+    }
+    if (loss < best_loss) {
+      best_loss = loss;
+      best = c;
+    }
+  }
+  return best;
+}
+
+}  // namespace aispflow::kernels

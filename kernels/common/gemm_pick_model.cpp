@@ -1,0 +1,191 @@
+#include "kernels/common/gemm_pick_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace aispflow::kernels {
+
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+constexpr double kSlabBytes = 128.0 * 128.0;    // one operand slab: 128 rows x 128 bytes of K
+constexpr double kUnitArea = 128.0 * 256.0;     // the time unit's tile: 128 x 256
+
+// Math rate of a tile of width block_n relative to 128x256 (1): the fitted 192 and 128, linear in between
+// and held beyond (the kernel has no other widths today).
+double tile_efficiency(int block_n, const PickConstants& c) {
+  if (block_n >= 256) return 1.0;
+  if (block_n >= 192) return c.tile_efficiency_192 + (1.0 - c.tile_efficiency_192) * (block_n - 192) / 64.0;
+  if (block_n >= 128)
+    return c.tile_efficiency_128 + (c.tile_efficiency_192 - c.tile_efficiency_128) * (block_n - 128) / 64.0;
+  return c.tile_efficiency_128;
+}
+
+double cluster_cost(int cluster_size, bool fp8, const PickConstants& c) {
+  if (cluster_size <= 1) return 0.0;
+  if (cluster_size == 2) return fp8 ? c.cluster2_cost_fp8 : c.cluster2_cost_bf16;
+  return fp8 ? c.cluster4_cost_fp8 : c.cluster4_cost_bf16;
+}
+
+}  // namespace
+
+const std::vector<PickConstantRef>& pick_constant_refs() {
+  static const std::vector<PickConstantRef> refs = {
+      {"tile_efficiency_192", &PickConstants::tile_efficiency_192, 0.5, 1.2, "math rate of 128x192 vs 128x256"},
+      {"tile_efficiency_128", &PickConstants::tile_efficiency_128, 0.5, 1.2, "math rate of 128x128 vs 128x256"},
+      {"pingpong_efficiency", &PickConstants::pingpong_efficiency, 0.5, 1.5,
+       "math rate of a ping-pong tile vs a cooperative one of its size"},
+      {"load_cost", &PickConstants::load_cost, 0.05, 2.0, "time per 16 KB slab issued per CTA per k-tile"},
+      {"dram_weight", &PickConstants::dram_weight, 0.0, 10.0, "DRAM slabs (compulsory bytes per FLOP) vs L2 slabs"},
+      {"overlap_sharpness", &PickConstants::overlap_sharpness, 2.0, 16.0, "p of the smooth max of math and load"},
+      {"cluster2_cost_bf16", &PickConstants::cluster2_cost_bf16, -0.2, 0.5, "2-CTA cluster: extra math, bf16"},
+      {"cluster4_cost_bf16", &PickConstants::cluster4_cost_bf16, -0.2, 0.6, "2x2 cluster: extra math, bf16"},
+      {"cluster2_cost_fp8", &PickConstants::cluster2_cost_fp8, -0.2, 0.5, "2-CTA cluster: extra math, fp8"},
+      {"cluster4_cost_fp8", &PickConstants::cluster4_cost_fp8, -0.2, 0.6, "2x2 cluster: extra math, fp8"},
+      {"item_overhead_ktiles", &PickConstants::item_overhead_ktiles, 0.0, 16.0,
+       "fixed cost per work item, in its k-tiles"},
+      {"partial_wave_floor", &PickConstants::partial_wave_floor, 0.0, 1.0,
+       "cost of an almost empty last wave vs a full one"},
+      {"splitk_cost_per_mb", &PickConstants::splitk_cost_per_mb, 0.0, 20.0, "time per MB of split-K traffic"},
+  };
+  return refs;
+}
+
+nlohmann::json to_json(const PickConstants& c) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& r : pick_constant_refs()) j[r.name] = c.*r.member;
+  return j;
+}
+
+// Fitted by bench/tools/fit_pick_model (kernels/common/gemm_pick_fit.cpp) on every autotuned ours.cluster
+// record under bench/results/h100 at the time of fitting: cluster_gemm/sweep.json (18 records: 9 shapes x bf16,
+// fp8) and cluster_gemm/rerun-4770130/epilogue.json (3, bf16 bias_gelu), screening medians of all 8-12
+// candidates each. pingpong_efficiency had no evidence (no ping-pong configuration had run): it stays 1.
+const PickConstants& h100_pick_constants() {
+  static const PickConstants c = [] {
+    PickConstants k;
+    k.tile_efficiency_192 = 0.9315;
+    k.tile_efficiency_128 = 0.831;
+    k.pingpong_efficiency = 1.0;
+    k.load_cost = 0.2484;
+    k.dram_weight = 1.379;
+    k.overlap_sharpness = 4.717;
+    k.cluster2_cost_bf16 = -0.03273;
+    k.cluster4_cost_bf16 = 0.08786;
+    k.cluster2_cost_fp8 = 0.1213;
+    k.cluster4_cost_fp8 = 0.3165;
+    k.item_overhead_ktiles = 0.0;
+    k.partial_wave_floor = 0.687;
+    k.splitk_cost_per_mb = 1.111;
+    return k;
+  }();
+  return c;
+}
+
+bool is_fp8(const std::string& dtype) { return dtype.rfind("fp8", 0) == 0; }
+
+// The same rule as the kernel's (hopper_kernels.cu calls this one): split only when the output tiles cannot
+// fill half the GPU; then about one wave of splits, each keeping at least 4 k-tiles (a shorter mainloop cannot
+// hide its pipeline fill), at most 16.
+int auto_split_k(const PickShape& s, int block_m, int block_n, int block_k, int sms) {
+  const std::int64_t tiles = ceil_div(s.m, block_m) * ceil_div(s.n, block_n) * s.batch;
+  const std::int64_t k_tiles = ceil_div(s.k, block_k);
+  if (tiles * 2 > sms) return 1;
+  const std::int64_t want = sms / std::max<std::int64_t>(tiles, 1);
+  return int(std::clamp<std::int64_t>(std::min(want, k_tiles / 4), 1, 16));
+}
+
+// time = waves x (tiles_in_flight x k-tiles per split + item overhead) x t_k  [+ split-K reduce]
+//   waves  = full waves + (floor + (1 - floor) x fill) for a partial last one, over work items = splits x batch x
+//            cluster tiles (edge tiles cost a whole tile: TMA zero-fills them) and slots x tiles in flight;
+//   t_k    = smooth max of math and load per k-tile:
+//            math = tile area / (128 x 256) / efficiency(block_n) x (1 + cluster cost),
+//            load = load_cost x (slabs issued per CTA + dram_weight x DRAM slabs per k-tile of the shape).
+PickPrediction predict_pick(const PickShape& s, const std::string& dtype, const PickConfig& cfg,
+                            const PickConstants& c, int sms) {
+  const bool fp8 = is_fp8(dtype);
+  const int cluster = cfg.cluster_m * cfg.cluster_n;
+  const int tif = std::max(1, cfg.tiles_in_flight_per_cta);
+  const std::int64_t m_tiles = ceil_div(s.m, cfg.block_m), n_tiles = ceil_div(s.n, cfg.block_n);
+  const std::int64_t k_tiles = ceil_div(s.k, cfg.block_k);
+  const int requested =
+      cfg.split_k > 0 ? cfg.split_k : auto_split_k(s, cfg.block_m, cfg.block_n, cfg.block_k, sms);
+  const std::int64_t per_split = ceil_div(k_tiles, requested);
+
+  PickPrediction p;
+  p.splits = int(ceil_div(k_tiles, per_split));
+  p.work_items = p.splits * s.batch * ceil_div(m_tiles, cfg.cluster_m) * ceil_div(n_tiles, cfg.cluster_n);
+  const std::int64_t slots = cfg.slots > 0 ? cfg.slots : std::max(1, sms / cluster);
+  const std::int64_t concurrent = slots * tif;
+  const double fill = double(p.work_items % concurrent) / double(concurrent);
+  const double waves = double(p.work_items / concurrent) +
+                       (fill > 0 ? c.partial_wave_floor + (1.0 - c.partial_wave_floor) * fill : 0.0);
+  p.waves = double(p.work_items) / double(concurrent);
+
+  const double area = double(cfg.block_m) * cfg.block_n;
+  double efficiency = tile_efficiency(cfg.block_n, c);
+  if (cfg.schedule == "pingpong") efficiency *= c.pingpong_efficiency;
+  const double math = area / kUnitArea / efficiency * (1.0 + cluster_cost(cluster, fp8, c));
+  const double ab_bytes = fp8 ? 1.0 : 2.0;
+  const double l2_slabs = (double(cfg.block_m) / cfg.cluster_n + double(cfg.block_n) / cfg.cluster_m) / 128.0;
+  const double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);
+  const double compulsory = (double(s.m) * s.k + double(s.k) * s.n) * ab_bytes + double(s.m) * s.n * 2.0;
+  const double dram_slabs = compulsory / flops * (2.0 * area * cfg.block_k) / kSlabBytes;
+  const double load = c.load_cost * (l2_slabs + c.dram_weight * dram_slabs);
+  const double q = c.overlap_sharpness;
+  const double t_k = std::pow(std::pow(math, q) + std::pow(load, q), 1.0 / q);
+
+  p.time = waves * (double(tif) * double(per_split) + c.item_overhead_ktiles) * t_k;
+  if (p.splits > 1) {
+    // Partials written and read back in fp32, the output written once (bf16).
+    const double bytes = double(s.m) * s.n * s.batch * (8.0 * p.splits + 2.0);
+    p.time += c.splitk_cost_per_mb * bytes / 1e6;
+  }
+  return p;
+}
+
+std::size_t pick_argmin(const PickShape& shape, const std::string& dtype, const std::vector<PickConfig>& configs,
+                        const PickConstants& constants, int sms) {
+  if (configs.empty()) throw std::invalid_argument("pick_argmin: no configurations");
+  std::size_t best = 0;
+  double best_time = 0;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    const double t = predict_pick(shape, dtype, configs[i], constants, sms).time;
+    if (i == 0 || t < best_time) {
+      best = i;
+      best_time = t;
+    }
+  }
+  return best;
+}
+
+PickConfig pick_config_from_json(const nlohmann::json& j) {
+  auto need = [&](const char* key) -> const nlohmann::json& {
+    if (!j.is_object() || !j.contains(key))
+      throw std::invalid_argument(std::string("configuration without '") + key + "': " + j.dump());
+    return j[key];
+  };
+  PickConfig c;
+  c.name = need("name").get<std::string>();
+  const auto& tile = need("tile");
+  const auto& cluster = need("cluster");
+  if (!tile.is_array() || tile.size() != 3 || !cluster.is_array() || cluster.size() != 2)
+    throw std::invalid_argument("configuration " + c.name + ": expected tile [bm, bn, bk] and cluster [cm, cn]");
+  c.block_m = tile[0].get<int>();
+  c.block_n = tile[1].get<int>();
+  c.block_k = tile[2].get<int>();
+  c.cluster_m = cluster[0].get<int>();
+  c.cluster_n = cluster[1].get<int>();
+  const auto split = j.value("split_k", nlohmann::json(0));
+  c.split_k = split.is_number_integer() ? split.get<int>() : 0;   // "auto" = 0
+  c.schedule = j.value("schedule", std::string("cooperative"));
+  if (c.schedule != "cooperative" && c.schedule != "pingpong")
+    throw std::invalid_argument("configuration " + c.name + ": schedule '" + c.schedule +
+                                "' (expected cooperative or pingpong)");
+  c.tiles_in_flight_per_cta = c.schedule == "pingpong" ? 2 : 1;
+  return c;
+}
+
+}  // namespace aispflow::kernels

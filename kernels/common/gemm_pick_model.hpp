@@ -1,0 +1,87 @@
+#pragma once
+// The default pick of `ours.cluster` without autotune: a small model of a persistent tiled GEMM's time per
+// configuration (waves and the last wave's fill, tile quantization at the M/N edges, per-tile math efficiency,
+// operand traffic per k-tile, cluster coupling, the fixed cost of each work item against its K, split-K's
+// reduce). Pure C++ (no CUDA), so that CI can test it against the committed autotune evidence
+// (kernels/common/gemm_pick_fit.hpp) without a GPU. docs/kernels.md writes the model down.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace aispflow::kernels {
+
+struct PickShape {
+  std::int64_t m = 0, n = 0, k = 0, batch = 1;
+};
+
+// One configuration as the model sees it.
+struct PickConfig {
+  std::string name;
+  int block_m = 128;                    // rows one work item (one consumer's tile) covers
+  int block_n = 256;
+  int block_k = 64;                     // elements of K per k-tile (128 bytes: 64 bf16, 128 fp8)
+  int cluster_m = 1, cluster_n = 1;     // CTAs per cluster along M (they share B) and N (they share A)
+  std::string schedule = "cooperative";   // "cooperative" | "pingpong"
+  int tiles_in_flight_per_cta = 1;      // 1 cooperative; 2 ping-pong (each consumer warpgroup its own tile)
+  int split_k = 0;                      // 0 = auto (auto_split_k)
+  int slots = 0;                        // co-resident clusters; 0 = sms / cluster size
+};
+
+// The model's constants (their meaning: docs/kernels.md and gemm_pick_model.cpp). Time unit: one 128x256
+// k-tile of math on one SM.
+struct PickConstants {
+  double tile_efficiency_192 = 1;   // math rate of a 128x192 tile relative to 128x256 (wider wgmma: more reuse)
+  double tile_efficiency_128 = 1;   // ... of a 128x128 tile
+  double pingpong_efficiency = 1;   // math rate of a ping-pong tile relative to a cooperative one of its size
+  double load_cost = 0;             // time of one 16 KB operand slab (128 rows x 128 B) issued per CTA per k-tile
+  double dram_weight = 0;           // DRAM slabs per k-tile (the shape's compulsory bytes per FLOP) vs L2 slabs
+  double overlap_sharpness = 8;     // p of the smooth max (math^p + load^p)^(1/p): how well loads hide
+  double cluster2_cost_bf16 = 0;    // extra math time per k-tile of a 2-CTA cluster (barrier coupling), bf16
+  double cluster4_cost_bf16 = 0;    // ... of a 2x2 cluster, bf16
+  double cluster2_cost_fp8 = 0;     // ... of a 2-CTA cluster, fp8 (promotion stalls couple the pair)
+  double cluster4_cost_fp8 = 0;     // ... of a 2x2 cluster, fp8
+  double item_overhead_ktiles = 0;  // fixed cost of a work item (pipeline fill, epilogue), in its k-tiles
+  double partial_wave_floor = 1;    // a partial last wave costs floor + (1 - floor) x fill of a full one
+  double splitk_cost_per_mb = 0;    // split-K: time per MB of fp32 partial traffic (written, read) + output
+};
+
+// A named handle on each constant, with the range the fit may move it in (gemm_pick_fit.cpp, the docs table).
+using PickConstantMember = double PickConstants::*;
+struct PickConstantRef {
+  const char* name;
+  PickConstantMember member;
+  double lo, hi;
+  const char* meaning;
+};
+const std::vector<PickConstantRef>& pick_constant_refs();
+nlohmann::json to_json(const PickConstants& c);
+
+// The constants fitted on the committed H100 evidence (gemm_pick_model.cpp says which, and how to re-fit).
+const PickConstants& h100_pick_constants();
+
+// The K splits ours.cluster runs for `shape` when asked for split_k = 0 (auto): when the output tiles cannot
+// fill half the GPU (decode, M <= 128), split K so that about one wave runs, each split keeping >= 4 k-tiles.
+int auto_split_k(const PickShape& shape, int block_m, int block_n, int block_k, int sms);
+
+struct PickPrediction {
+  double time = 0;          // model time units
+  int splits = 1;           // the K splits that run
+  std::int64_t work_items = 0;
+  double waves = 0;         // items / concurrent items (the last wave's fill as the fraction)
+};
+
+bool is_fp8(const std::string& dtype);
+PickPrediction predict_pick(const PickShape& shape, const std::string& dtype, const PickConfig& config,
+                            const PickConstants& constants, int sms = 132);
+// The index of the configuration with the least predicted time (the first of equals); configs must not be empty.
+std::size_t pick_argmin(const PickShape& shape, const std::string& dtype, const std::vector<PickConfig>& configs,
+                        const PickConstants& constants, int sms = 132);
+
+// An OurKernel's config() JSON ({name, tile [bm, bn, bk], cluster [cm, cn], split_k, schedule?}) as a
+// PickConfig. Throws std::invalid_argument naming the missing field.
+PickConfig pick_config_from_json(const nlohmann::json& config);
+
+}  // namespace aispflow::kernels

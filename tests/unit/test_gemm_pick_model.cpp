@@ -1,0 +1,157 @@
+// ours.cluster's default pick (kernels/common/gemm_pick_model.hpp) against the committed H100 autotune
+// evidence, and the model's direction on synthetic shapes. No GPU: the evidence is the records' candidate times.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "kernels/common/gemm_pick_fit.hpp"
+
+namespace aispflow::kernels {
+namespace {
+
+const std::string kEvidenceDir = std::string(AISPFLOW_SOURCE_DIR) + "/bench/results/h100";
+
+PickConfig config(int bn, int cm, int cn, int bk = 64) {
+  PickConfig c;
+  c.name = "128x" + std::to_string(bn) + "_c" + std::to_string(cm) + "x" + std::to_string(cn);
+  c.block_n = bn;
+  c.block_k = bk;
+  c.cluster_m = cm;
+  c.cluster_n = cn;
+  return c;
+}
+
+// Records whose pick is known to miss 3% with the committed constants, each with its measured gap: none today.
+// A record that misses and is not listed fails the test (re-fit with bench/tools/fit_pick_model --fit, or list
+// it here with its gap and say so in docs/kernels.md).
+const std::set<std::string> kKnownMisses = {};
+
+TEST(GemmPickModel, EveryCommittedAutotunePickWithin3PercentOfTheWinner) {
+  const auto evidence = read_pick_evidence_dir(kEvidenceDir);
+  // 18 records of cluster_gemm/sweep.json and 3 of cluster_gemm/rerun-4770130/epilogue.json when fitted.
+  ASSERT_GE(evidence.size(), 21u) << "the committed autotune evidence was not found under " << kEvidenceDir;
+  int within = 0;
+  double worst = 1;
+  for (const auto& e : evidence) {
+    const PickOutcome o = evaluate_pick(e, h100_pick_constants());
+    ASSERT_TRUE(o.round) << e.source << ": no round timed both the pick and the winner";
+    within += o.ratio() >= 0.97 ? 1 : 0;
+    worst = std::min(worst, o.ratio());
+    std::printf("%s: pick %s, winner %s, %s ratio %.3f\n", e.source.c_str(), e.candidates[o.pick].config.name.c_str(),
+                e.candidates[e.winner].config.name.c_str(), o.round->round.c_str(), o.ratio());
+    if (!kKnownMisses.count(e.source)) {
+      EXPECT_GE(o.ratio(), 0.97) << e.source << ": the model picks " << e.candidates[o.pick].config.name
+                                 << ", the winner is " << e.candidates[e.winner].config.name;
+    }
+  }
+  std::printf("%d of %zu records within 3%%; worst ratio %.3f\n", within, evidence.size(), worst);
+}
+
+// The check above can fail: with fp8 clusters made expensive, the batched MoE fp8 records (whose winner is a 2x1
+// cluster, 4-7% ahead of no cluster) miss.
+TEST(GemmPickModel, TheEvidenceCheckCatchesAWrongModel) {
+  PickConstants wrong = h100_pick_constants();
+  wrong.cluster2_cost_fp8 = 0.5;
+  int misses = 0;
+  for (const auto& e : read_pick_evidence_dir(kEvidenceDir)) misses += evaluate_pick(e, wrong).ratio() < 0.97 ? 1 : 0;
+  EXPECT_GE(misses, 2);
+}
+
+// Tile quantization: at m = 2048, n = 6144 a 128x256 tile makes 384 tiles (2.91 waves of 132) and wins; at
+// n = 6336 it makes 400 (3.03 waves: a fourth wave almost empty) while 128x192 makes exactly 528 = 4 waves.
+TEST(GemmPickModel, ATileThatSpillsIntoAnotherWaveLosesToOneThatFillsItsWaves) {
+  const std::vector<PickConfig> configs = {config(256, 1, 1), config(192, 1, 1)};
+  const auto& c = h100_pick_constants();
+  EXPECT_EQ(pick_argmin({2048, 6144, 4096, 1}, "bf16", configs, c), 0u);
+  EXPECT_EQ(pick_argmin({2048, 6336, 4096, 1}, "bf16", configs, c), 1u);
+  const auto spill = predict_pick({2048, 6336, 4096, 1}, "bf16", configs[0], c);
+  EXPECT_NEAR(spill.waves, 400.0 / 132.0, 1e-9);
+}
+
+TEST(GemmPickModel, FourMoreTilesThanAWaveCostFarMoreThanTheirWork) {
+  const PickConfig c = config(256, 1, 1);
+  const double full = predict_pick({128 * 12, 256 * 11, 4096, 1}, "bf16", c, h100_pick_constants()).time;   // 132
+  const double over = predict_pick({128 * 8, 256 * 17, 4096, 1}, "bf16", c, h100_pick_constants()).time;    // 136
+  EXPECT_GT(over / full, 1.5);   // 3% more tiles, a second (almost empty) wave
+}
+
+TEST(GemmPickModel, ClustersAndTileSizesGoTheExpectedWay) {
+  const auto& c = h100_pick_constants();
+  // One row of tiles: a 2x1 cluster pairs every tile with an empty one.
+  EXPECT_EQ(pick_argmin({64, 8192, 8192, 1}, "bf16", {config(256, 2, 1), config(256, 1, 1)}, c), 1u);
+  // A big square, whole waves either way: the wider tile re-reads less per FLOP.
+  EXPECT_EQ(pick_argmin({8192, 8192, 8192, 1}, "bf16", {config(128, 1, 1), config(256, 1, 1)}, c), 1u);
+  // ... and bf16 shares B across a 2x1 cluster, while fp8's promotion makes the pair's coupling cost more than
+  // the traffic it saves on a compute-bound square (measured: cluster_gemm/sweep.json, lab_square_8192).
+  EXPECT_EQ(pick_argmin({8192, 8192, 8192, 1}, "bf16", {config(256, 1, 1), config(256, 2, 1)}, c), 1u);
+  EXPECT_EQ(pick_argmin({8192, 8192, 8192, 1}, "fp8_e4m3", {config(192, 1, 1, 128), config(192, 2, 1, 128)}, c), 0u);
+}
+
+TEST(GemmPickModel, SplitKFollowsTheKernelsAutoRule) {
+  // Decode row, 32 tiles of 128x256: about one wave of 132 -> 4 splits; a full GPU of tiles: no split.
+  EXPECT_EQ(auto_split_k({128, 8192, 8192, 1}, 128, 256, 64, 132), 4);
+  EXPECT_EQ(auto_split_k({4096, 4096, 4096, 1}, 128, 256, 64, 132), 1);
+  // Each split keeps >= 4 k-tiles: K = 512 is 8 k-tiles, at most 2 splits.
+  EXPECT_EQ(auto_split_k({64, 2048, 512, 1}, 128, 256, 64, 132), 2);
+  const auto p = predict_pick({128, 8192, 8192, 1}, "bf16", config(256, 1, 1), h100_pick_constants());
+  EXPECT_EQ(p.splits, 4);
+  EXPECT_EQ(p.work_items, 4 * 32);
+}
+
+TEST(GemmPickModel, ConfigFromTheProvidersJson) {
+  const auto j = nlohmann::json::parse(R"({"name": "128x128x64_pingpong", "tile": [128, 128, 64], "stages": 6,
+      "cluster": [2, 1], "persistent": true, "raster_group": 8, "split_k": "auto", "schedule": "pingpong"})");
+  const PickConfig c = pick_config_from_json(j);
+  EXPECT_EQ(c.block_n, 128);
+  EXPECT_EQ(c.cluster_m, 2);
+  EXPECT_EQ(c.split_k, 0);
+  EXPECT_EQ(c.tiles_in_flight_per_cta, 2);
+  auto cooperative = j;
+  cooperative.erase("schedule");
+  cooperative["split_k"] = 3;
+  EXPECT_EQ(pick_config_from_json(cooperative).tiles_in_flight_per_cta, 1);
+  EXPECT_EQ(pick_config_from_json(cooperative).split_k, 3);
+  auto no_tile = j;
+  no_tile.erase("tile");
+  try {
+    pick_config_from_json(no_tile);
+    FAIL() << "a configuration without a tile was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'tile'"), std::string::npos) << e.what();
+  }
+  auto odd = j;
+  odd["schedule"] = "stream";
+  EXPECT_THROW(pick_config_from_json(odd), std::invalid_argument);
+}
+
+TEST(GemmPickModel, SameRoundPrefersTheInterleavedRounds) {
+  const RoundTimes finalist{1.10, 1.00}, screened{0.90, std::nullopt}, winner{1.05, 0.95};
+  const auto both = same_round(finalist, winner);
+  ASSERT_TRUE(both);
+  EXPECT_EQ(both->round, "interleaved");
+  EXPECT_DOUBLE_EQ(both->ratio_to_winner(), 0.95);
+  const auto screen = same_round(screened, winner);
+  ASSERT_TRUE(screen);
+  EXPECT_EQ(screen->round, "screen");
+  EXPECT_DOUBLE_EQ(screen->pick_ms, 0.90);
+  EXPECT_FALSE(same_round(RoundTimes{std::nullopt, std::nullopt}, winner));
+}
+
+TEST(GemmPickModel, AMalformedEvidenceRecordNamesItsFile) {
+  const auto path = std::filesystem::temp_directory_path() / "aispflow_pick_evidence_bad.json";
+  std::ofstream(path) << R"({"records": [{"provider": "ours.cluster", "status": "ok", "dtype": "bf16",
+      "shape": {"name": "s", "m": 1, "n": 1, "k": 1}, "candidates": [{"config": {"name": "x"}, "status": "ok"}]}]})";
+  try {
+    read_pick_evidence(path.string());
+    FAIL() << "a candidate without a tile was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(path.string()), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace aispflow::kernels
