@@ -9,6 +9,7 @@ TEST(HopperKernels, NotBuilt) { GTEST_SKIP() << "no CUDA device: this aispflow w
 
 #else
 
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -158,6 +159,44 @@ TEST_F(HopperGpu, BatchedExpertsAndSplitK) {
   int ran = check_every_configuration(*context_, {shape_of(512, 2880, 2880, 4), "bf16", "nt", "bias"});
   ran += check_every_configuration(*context_, {shape_of(8, 2880, 2880, 4), "bf16", "nn", "bias_gelu"});
   EXPECT_GT(ran, 0);
+}
+
+// Stream-K: on shapes whose last wave would leave much of the GPU idle, the stream-K configurations share the
+// last tiles out by k-iterations (the `kernel` string says how many) and are exact, epilogue and batch included;
+// with the fix-up skipped (each owner stores only its own k-range) the verification rejects the same launch.
+TEST_F(HopperGpu, StreamKIsExactAndAMissingFixUpIsCaught) {
+  const GemmCase cases[] = {{shape_of(4096, 2880, 2880), "bf16", "nt", "none"},
+                            {shape_of(4096, 4096, 4096), "fp8_e4m3", "nt", "bias_gelu"},
+                            {shape_of(1536, 2880, 2048, 3), "bf16", "nn", "bias"}};
+  int engaged = 0;
+  for (const GemmCase& c : cases) {
+    std::mt19937_64 rng(7);
+    GemmProblem problem(c.shape, *lt_dtype(c.dtype), rng(), context_->stream(), 1, GemmVariant::of(c));
+    for (const auto& kernel : ours::cluster_kernels()) {
+      if (!kernel->config().value("stream_k", false) || kernel->unsupported(c)) continue;
+      const std::string id = kernel->identity(c);
+      if (id.find("stream-K: the last") == std::string::npos) continue;
+      SCOPED_TRACE(id);
+      ++engaged;
+      for (bool sabotage : {false, true}) {
+        std::optional<ours::StreamKSabotage> hook;
+        if (sabotage) hook.emplace();
+        const BoundLaunch launch = kernel->bind(problem);
+        problem.poison_output(context_->stream());
+        launch(context_->stream(), 0);
+        AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(context_->stream()));
+        const Comparison cmp = problem.check_output(context_->stream());
+        if (!sabotage) {
+          EXPECT_EQ(cmp.non_finite, 0) << cmp.describe(c.shape.n);
+          EXPECT_LE(cmp.max_rel_err, problem.tolerance()) << cmp.describe(c.shape.n);
+        } else {
+          // A missing contribution is a whole k-range of the sum: far above the tolerance.
+          EXPECT_GT(cmp.max_rel_err, 10 * problem.tolerance()) << cmp.describe(c.shape.n);
+        }
+      }
+    }
+  }
+  EXPECT_GT(engaged, 0) << "no stream-K configuration shared tiles on these shapes";
 }
 
 // The check itself must be able to fail: the right product with another bias (what a kernel reading the wrong

@@ -168,7 +168,7 @@ __device__ __forceinline__ float apply_epilogue(float v, int col, const HopperPa
   return v;
 }
 
-template <bool Fp8, int BN, bool BMnMajor, bool PingPong>
+template <bool Fp8, int BN, bool BMnMajor, bool PingPong, bool PromoteInterval>
 __global__ void __launch_bounds__(kThreads, 1)
     hopper_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                        const __grid_constant__ CUtensorMap map_c, const HopperParams p) {
@@ -354,19 +354,51 @@ __global__ void __launch_bounds__(kThreads, 1)
         // temporary and promoted into the fp32 accumulators (what DeepGEMM and CUTLASS's fp8 "promotion" do). The
         // wait for the temporary is meant to be hidden by the other consumer warpgroup's wgmmas; on the H100 it
         // is not fully (NOTES.md steps 7, 12 and 13 tried two temporaries, strict turns and half a k-tile of phase).
+        //
+        // PromoteInterval: p.promote_every = n promotes every n k-tiles instead (CUTLASS's "promotion interval"): within the
+        // interval a k-tile's group stays in flight while the next is issued, as in bf16, and the pipe drains once
+        // per interval. The temporary then sums n x 128 K at the tensor cores' precision: more rounding, which the
+        // same verification bounds (the record names the interval; docs/kernels.md). Its own instance: the
+        // bookkeeping costs registers that block N 192 does not have (ptxas spills), so it exists at 128 only.
         float part[kAcc];
-        for (int kt = k_begin; kt < k_end; ++kt, ++it) {
-          const int s = int(it % kStages);
-          mbar_wait(&full[s], (it / kStages) & 1);
-          wgmma_fence();
-          fence_registers(part);
-          issue(part, stage_a + s * kASlab + wg * 64 * kRowBytes, stage_b + s * kBSlab, false);
-          wgmma_commit();
-          wgmma_wait<0>();
-          fence_registers(part);
-          release(s);
+        if constexpr (PromoteInterval) {
+          int in_part = 0;   // k-tiles summed in `part`; from the second on, the previous stage is still being read
+          for (int kt = k_begin; kt < k_end; ++kt, ++it) {
+            const int s = int(it % kStages);
+            mbar_wait(&full[s], (it / kStages) & 1);
+            wgmma_fence();
+            fence_registers(part);
+            issue(part, stage_a + s * kASlab + wg * 64 * kRowBytes, stage_b + s * kBSlab, in_part > 0);
+            wgmma_commit();
+            ++in_part;
+            if (in_part == p.promote_every || kt + 1 == k_end) {
+              wgmma_wait<0>();
+              fence_registers(part);
+              if (in_part > 1) release(int((it - 1) % kStages));
+              release(s);
+              in_part = 0;
 #pragma unroll
-          for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
+              for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
+            } else {
+              wgmma_wait<1>();
+              fence_registers(part);
+              if (in_part > 1) release(int((it - 1) % kStages));
+            }
+          }
+        } else {
+          for (int kt = k_begin; kt < k_end; ++kt, ++it) {
+            const int s = int(it % kStages);
+            mbar_wait(&full[s], (it / kStages) & 1);
+            wgmma_fence();
+            fence_registers(part);
+            issue(part, stage_a + s * kASlab + wg * 64 * kRowBytes, stage_b + s * kBSlab, false);
+            wgmma_commit();
+            wgmma_wait<0>();
+            fence_registers(part);
+            release(s);
+#pragma unroll
+            for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
+          }
         }
       }
 
@@ -398,7 +430,9 @@ __global__ void __launch_bounds__(kThreads, 1)
               *flag(c) = 0;   // ready for the next launch: each slot is written once per launch
             }
           named_barrier(1 + wg, 128);
-          for (int c = unit.first_contributor; c < unit.first_contributor + unit.contributors; ++c) {
+          // (p.sk_skip_fixup: the test hook that proves the verification catches a missing fix-up.)
+          for (int c = unit.first_contributor; c < unit.first_contributor + unit.contributors && !p.sk_skip_fixup;
+               ++c) {
             const float4* in = reinterpret_cast<const float4*>(slot(c));
 #pragma unroll
             for (int i = 0; i < kAcc / 4; ++i) {
@@ -469,14 +503,14 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 // Host side of one instance: sets its shared-memory limit (outside any graph capture), launches it, and asks
 // how many clusters of a size can be co-resident (the persistent grid's size).
-template <bool Fp8, int BN, bool BMnMajor, bool PingPong>
+template <bool Fp8, int BN, bool BMnMajor, bool PingPong, bool PromoteInterval = false>
 HopperInstance hopper_instance_of() {
   HopperInstance inst;
   inst.smem_bytes = HopperShape<Fp8, BN>::kSmemBytes;
   inst.stages = HopperShape<Fp8, BN>::kStages;
   inst.block_k = HopperShape<Fp8, BN>::kBlockK;
   inst.prepare = [] {
-    AISPFLOW_CUDA_CHECK(cudaFuncSetAttribute(hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong>,
+    AISPFLOW_CUDA_CHECK(cudaFuncSetAttribute(hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong, PromoteInterval>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              HopperShape<Fp8, BN>::kSmemBytes));
   };
@@ -493,7 +527,7 @@ HopperInstance hopper_instance_of() {
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
     int clusters = 0;
-    AISPFLOW_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong>, &cfg));
+    AISPFLOW_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong, PromoteInterval>, &cfg));
     return clusters;
   };
   inst.launch = [](const HopperLaunchArgs& args, cudaStream_t stream) {
@@ -510,7 +544,7 @@ HopperInstance hopper_instance_of() {
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
     AISPFLOW_CUDA_CHECK(
-        cudaLaunchKernelEx(&cfg, hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong>, *args.a, *args.b, *args.c, args.params));
+        cudaLaunchKernelEx(&cfg, hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong, PromoteInterval>, *args.a, *args.b, *args.c, args.params));
   };
   return inst;
 }

@@ -26,12 +26,26 @@ struct HopperConfig {
   // Stream-K for the last wave (cooperative schedules): when the tiles leave the last wave partly empty, the
   // last tiles' k-iterations are shared out evenly among all clusters, partial tiles fixed up in the kernel.
   bool stream_k = false;
+  // fp8: promote the tensor cores' partial sums into fp32 every this many k-tiles (128 K each). 1 is the most
+  // exact; 2 and 4 drain the pipe less often and round more (still verified against the fp8 tolerance).
+  int promotion_interval = 1;
   bool ping_pong() const { return schedule == "pingpong"; }
-  // "128x256x64_c2x1_persistent" (+ "_pingpong", "_sk"): how options and tables name it.
+  // "128x256x64_c2x1_persistent" (+ "_pingpong", "_sk", "_promote2"): how options and tables name it.
   std::string name() const;
 };
 
 std::unique_ptr<OurKernel> make_hopper_kernel(const HopperConfig& config);
+
+// Test hook: while one is alive, stream-K launches bound from then on skip the fix-up (a tile's owner stores
+// only its own k-range), which the verification must reject (tests/gpu/test_hopper_kernels.cpp).
+class StreamKSabotage {
+ public:
+  StreamKSabotage();
+  ~StreamKSabotage();
+  StreamKSabotage(const StreamKSabotage&) = delete;
+  StreamKSabotage& operator=(const StreamKSabotage&) = delete;
+  static bool active();
+};
 
 // The configuration lists of the two providers, default first per dtype (docs/nodes.md lists them).
 std::vector<std::unique_ptr<OurKernel>> wgmma_kernels();

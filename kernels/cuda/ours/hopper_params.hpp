@@ -30,10 +30,12 @@ struct HopperParams {
   const void* bias = nullptr;         // bf16 [n] for the bias / bias_gelu epilogues
   int epilogue = 0;                   // 0 none, 1 bias, 2 bias_gelu (gemm_data.hpp's Epilogue)
   float* partials = nullptr;          // split-K: [splits][batch][m][n] fp32
+  int promote_every = 1;              // fp8: k-tiles summed at the tensor cores' precision before promotion
   // Stream-K (hopper_gemm.cuh, WorkSchedule): the last sk_tiles work items are shared out by k-iterations.
   int sk_tiles = 0;
   float* sk_partials = nullptr;       // [clusters][cluster CTA][consumer warpgroup][128 threads x BN/2] fp32
   int* sk_flags = nullptr;            // [clusters][cluster CTA][consumer warpgroup]: 1 = that slot is written
+  int sk_skip_fixup = 0;              // test hook (StreamKSabotage): owners ignore the contributions
 };
 
 struct HopperLaunchArgs {
@@ -54,6 +56,8 @@ struct HopperInstance {
 
 // The instances compiled into this build (hopper_instances_*.cu); nullptr-free, throws for an unknown one.
 // ping_pong: the consumers take whole tiles in turn (bf16, block N 128) instead of sharing each tile.
-HopperInstance hopper_instance(bool fp8, int block_n, bool b_mn_major, bool ping_pong = false);
+// promotion_interval: the fp8 instance that promotes every HopperParams::promote_every k-tiles (block N 128).
+HopperInstance hopper_instance(bool fp8, int block_n, bool b_mn_major, bool ping_pong = false,
+                               bool promotion_interval = false);
 
 }  // namespace aispflow::kernels::cuda::ours
