@@ -168,7 +168,7 @@ __device__ __forceinline__ float apply_epilogue(float v, int col, const HopperPa
   return v;
 }
 
-template <bool Fp8, int BN, bool BMnMajor, bool PingPong, bool PromoteInterval>
+template <bool Fp8, int BN, bool BMnMajor, bool PingPong>
 __global__ void __launch_bounds__(kThreads, 1)
     hopper_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                        const __grid_constant__ CUtensorMap map_c, const HopperParams p) {
@@ -353,52 +353,21 @@ __global__ void __launch_bounds__(kThreads, 1)
         // random data, far outside the fp8 tolerance). Each k-tile (K = 128) is therefore accumulated in a
         // temporary and promoted into the fp32 accumulators (what DeepGEMM and CUTLASS's fp8 "promotion" do). The
         // wait for the temporary is meant to be hidden by the other consumer warpgroup's wgmmas; on the H100 it
-        // is not fully (NOTES.md steps 7, 12 and 13 tried two temporaries, strict turns and half a k-tile of phase).
-        //
-        // PromoteInterval: p.promote_every = n promotes every n k-tiles instead (CUTLASS's "promotion interval"): within the
-        // interval a k-tile's group stays in flight while the next is issued, as in bf16, and the pipe drains once
-        // per interval. The temporary then sums n x 128 K at the tensor cores' precision: more rounding, which the
-        // same verification bounds (the record names the interval; docs/kernels.md). Its own instance: the
-        // bookkeeping costs registers that block N 192 does not have (ptxas spills), so it exists at 128 only.
+        // is not fully, and NOTES.md steps 7 and 12-15 record what was tried (two temporaries, strict turns, half
+        // a k-tile of phase, promoting every 2 or 4 k-tiles): each was slower than this.
         float part[kAcc];
-        if constexpr (PromoteInterval) {
-          int in_part = 0;   // k-tiles summed in `part`; from the second on, the previous stage is still being read
-          for (int kt = k_begin; kt < k_end; ++kt, ++it) {
-            const int s = int(it % kStages);
-            mbar_wait(&full[s], (it / kStages) & 1);
-            wgmma_fence();
-            fence_registers(part);
-            issue(part, stage_a + s * kASlab + wg * 64 * kRowBytes, stage_b + s * kBSlab, in_part > 0);
-            wgmma_commit();
-            ++in_part;
-            if (in_part == p.promote_every || kt + 1 == k_end) {
-              wgmma_wait<0>();
-              fence_registers(part);
-              if (in_part > 1) release(int((it - 1) % kStages));
-              release(s);
-              in_part = 0;
+        for (int kt = k_begin; kt < k_end; ++kt, ++it) {
+          const int s = int(it % kStages);
+          mbar_wait(&full[s], (it / kStages) & 1);
+          wgmma_fence();
+          fence_registers(part);
+          issue(part, stage_a + s * kASlab + wg * 64 * kRowBytes, stage_b + s * kBSlab, false);
+          wgmma_commit();
+          wgmma_wait<0>();
+          fence_registers(part);
+          release(s);
 #pragma unroll
-              for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
-            } else {
-              wgmma_wait<1>();
-              fence_registers(part);
-              if (in_part > 1) release(int((it - 1) % kStages));
-            }
-          }
-        } else {
-          for (int kt = k_begin; kt < k_end; ++kt, ++it) {
-            const int s = int(it % kStages);
-            mbar_wait(&full[s], (it / kStages) & 1);
-            wgmma_fence();
-            fence_registers(part);
-            issue(part, stage_a + s * kASlab + wg * 64 * kRowBytes, stage_b + s * kBSlab, false);
-            wgmma_commit();
-            wgmma_wait<0>();
-            fence_registers(part);
-            release(s);
-#pragma unroll
-            for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
-          }
+          for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
         }
       }
 
@@ -503,14 +472,14 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 // Host side of one instance: sets its shared-memory limit (outside any graph capture), launches it, and asks
 // how many clusters of a size can be co-resident (the persistent grid's size).
-template <bool Fp8, int BN, bool BMnMajor, bool PingPong, bool PromoteInterval = false>
+template <bool Fp8, int BN, bool BMnMajor, bool PingPong>
 HopperInstance hopper_instance_of() {
   HopperInstance inst;
   inst.smem_bytes = HopperShape<Fp8, BN>::kSmemBytes;
   inst.stages = HopperShape<Fp8, BN>::kStages;
   inst.block_k = HopperShape<Fp8, BN>::kBlockK;
   inst.prepare = [] {
-    AISPFLOW_CUDA_CHECK(cudaFuncSetAttribute(hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong, PromoteInterval>,
+    AISPFLOW_CUDA_CHECK(cudaFuncSetAttribute(hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              HopperShape<Fp8, BN>::kSmemBytes));
   };
@@ -527,7 +496,7 @@ HopperInstance hopper_instance_of() {
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
     int clusters = 0;
-    AISPFLOW_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong, PromoteInterval>, &cfg));
+    AISPFLOW_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong>, &cfg));
     return clusters;
   };
   inst.launch = [](const HopperLaunchArgs& args, cudaStream_t stream) {
@@ -544,7 +513,7 @@ HopperInstance hopper_instance_of() {
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
     AISPFLOW_CUDA_CHECK(
-        cudaLaunchKernelEx(&cfg, hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong, PromoteInterval>, *args.a, *args.b, *args.c, args.params));
+        cudaLaunchKernelEx(&cfg, hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong>, *args.a, *args.b, *args.c, args.params));
   };
   return inst;
 }

@@ -25,16 +25,15 @@ namespace aispflow::kernels::cuda::ours {
 
 HopperInstance hopper_instance_bf16_kmajor(int block_n, bool ping_pong);
 HopperInstance hopper_instance_bf16_mnmajor(int block_n, bool ping_pong);
-HopperInstance hopper_instance_fp8(int block_n, bool promotion_interval);
+HopperInstance hopper_instance_fp8(int block_n);
 
-HopperInstance hopper_instance(bool fp8, int block_n, bool b_mn_major, bool ping_pong, bool promotion_interval) {
-  HopperInstance inst = fp8          ? (ping_pong ? HopperInstance{} : hopper_instance_fp8(block_n, promotion_interval))
+HopperInstance hopper_instance(bool fp8, int block_n, bool b_mn_major, bool ping_pong) {
+  HopperInstance inst = fp8          ? (ping_pong ? HopperInstance{} : hopper_instance_fp8(block_n))
                         : b_mn_major ? hopper_instance_bf16_mnmajor(block_n, ping_pong)
                                      : hopper_instance_bf16_kmajor(block_n, ping_pong);
   if (!inst.launch)
     throw std::invalid_argument(std::string("no Hopper GEMM instance ") + (fp8 ? "fp8" : "bf16") + " with block N " +
-                                std::to_string(block_n) + (ping_pong ? " and the ping-pong schedule" : "") +
-                                (promotion_interval ? " promoting every few k-tiles" : ""));
+                                std::to_string(block_n) + (ping_pong ? " and the ping-pong schedule" : ""));
   return inst;
 }
 
@@ -161,8 +160,6 @@ class HopperGemm final : public OurKernel {
                                                        : "cooperative: 64 rows each",
                   splits_that_run(c.shape) > 1 ? "fp32 partials + reduce kernel" : "bf16 via swizzled smem + TMA store");
     std::string out = text + row_padding(c.shape, config_.fp8 ? 1 : 2, !mn).describe();
-    if (config_.fp8)
-      out += "; fp8 partial sums promoted to fp32 every " + std::to_string(config_.promotion_interval * 128) + " K";
     return config_.stream_k ? out + "; " + stream_k_text(c.shape) : out;
   }
 
@@ -171,8 +168,7 @@ class HopperGemm final : public OurKernel {
             {"stages", stages()},         {"cluster", {config_.cluster_m, config_.cluster_n}},
             {"persistent", config_.persistent}, {"raster_group", config_.raster_group},
             {"split_k", config_.split_k == 0 ? nlohmann::json("auto") : nlohmann::json(config_.split_k)},
-            {"schedule", config_.schedule},   {"stream_k", config_.stream_k},
-            {"promotion_interval", config_.promotion_interval}};
+            {"schedule", config_.schedule},   {"stream_k", config_.stream_k}};
   }
 
   std::optional<std::string> unsupported(const GemmCase& c) const override {
@@ -196,8 +192,7 @@ class HopperGemm final : public OurKernel {
     const auto& s = problem.shape();
     const bool mn = !problem.b_transposed();   // B stored K x N: MN-major
     if (mn && config_.fp8) throw std::invalid_argument("fp8 wgmma needs K-major B");
-    plan->instance =
-        hopper_instance(config_.fp8, config_.block_n, mn, config_.ping_pong(), config_.promotion_interval > 1);
+    plan->instance = hopper_instance(config_.fp8, config_.block_n, mn, config_.ping_pong());
     plan->instance.prepare();
     const int bk = plan->instance.block_k;
     const int ab_bytes = config_.fp8 ? 1 : 2;
@@ -227,7 +222,6 @@ class HopperGemm final : public OurKernel {
       p.scale_a = problem.device_scale_a();
       p.scale_b = problem.device_scale_b();
     }
-    p.promote_every = config_.promotion_interval;
     p.epilogue = int(epilogue_asked);
     p.bias = ops.bias();
     if (p.splits > 1) {
@@ -290,7 +284,7 @@ class HopperGemm final : public OurKernel {
     if (config_.ping_pong() || splits_that_run(s) > 1 || !d || d->compute_capability() != 90)
       return "stream-K when the last wave's idle time outweighs the fix-up";
     const int cluster = config_.cluster_m * config_.cluster_n;
-    const int clusters = hopper_instance(config_.fp8, config_.block_n, false, false, config_.promotion_interval > 1).max_clusters(cluster);
+    const int clusters = hopper_instance(config_.fp8, config_.block_n, false, false).max_clusters(cluster);
     const std::int64_t tiles = ceil_div(ceil_div(s.m, kBlockM), config_.cluster_m) *
                                ceil_div(ceil_div(s.n, config_.block_n), config_.cluster_n) * s.batch;
     const int shared =
@@ -300,10 +294,7 @@ class HopperGemm final : public OurKernel {
            std::to_string(clusters) + " clusters";
   }
 
-  int stages() const {
-    return hopper_instance(config_.fp8, config_.block_n, false, config_.ping_pong(), config_.promotion_interval > 1)
-        .stages;
-  }
+  int stages() const { return hopper_instance(config_.fp8, config_.block_n, false, config_.ping_pong()).stages; }
 
   // Split-K for skinny problems: when the output tiles cannot fill the GPU, split K so that about one wave of
   // CTAs runs, each split keeping at least 4 k-tiles (a shorter mainloop cannot hide its pipeline fill). The rule
@@ -333,8 +324,7 @@ class HopperGemm final : public OurKernel {
 std::string HopperConfig::name() const {
   return "128x" + std::to_string(block_n) + "x" + std::to_string(fp8 ? 128 : 64) + "_c" + std::to_string(cluster_m) +
          "x" + std::to_string(cluster_n) + (persistent ? "_persistent" : "") +
-         (split_k > 0 ? "_splitk" + std::to_string(split_k) : "") + (schedule == "cooperative" ? "" : "_" + schedule) + (stream_k ? "_sk" : "") +
-         (promotion_interval > 1 ? "_promote" + std::to_string(promotion_interval) : "");
+         (split_k > 0 ? "_splitk" + std::to_string(split_k) : "") + (schedule == "cooperative" ? "" : "_" + schedule) + (stream_k ? "_sk" : "");
 }
 
 namespace {
@@ -378,11 +368,6 @@ std::vector<std::unique_ptr<OurKernel>> cluster_kernels() {
   for (int bn : {192, 128})
     for (auto [cm, cn] : {std::pair{2, 1}, std::pair{1, 1}})
       out.push_back(make_hopper_kernel({"ours.cluster", true, bn, cm, cn, true, 8, 0, "cooperative", true}));
-  // fp8 promoting every 2 or 4 k-tiles (256 / 512 K), with and without stream-K (block N 128: its own instance).
-  for (int interval : {2, 4})
-    for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}})
-      for (bool sk : {false, true})
-        out.push_back(make_hopper_kernel({"ours.cluster", true, 128, cm, cn, true, 8, 0, "cooperative", sk, interval}));
   return out;
 }
 

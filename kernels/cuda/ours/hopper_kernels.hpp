@@ -26,11 +26,8 @@ struct HopperConfig {
   // Stream-K for the last wave (cooperative schedules): when the tiles leave the last wave partly empty, the
   // last tiles' k-iterations are shared out evenly among all clusters, partial tiles fixed up in the kernel.
   bool stream_k = false;
-  // fp8: promote the tensor cores' partial sums into fp32 every this many k-tiles (128 K each). 1 is the most
-  // exact; 2 and 4 drain the pipe less often and round more (still verified against the fp8 tolerance).
-  int promotion_interval = 1;
   bool ping_pong() const { return schedule == "pingpong"; }
-  // "128x256x64_c2x1_persistent" (+ "_pingpong", "_sk", "_promote2"): how options and tables name it.
+  // "128x256x64_c2x1_persistent" (+ "_pingpong", "_sk"): how options and tables name it.
   std::string name() const;
 };
 

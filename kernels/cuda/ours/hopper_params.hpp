@@ -30,7 +30,6 @@ struct HopperParams {
   const void* bias = nullptr;         // bf16 [n] for the bias / bias_gelu epilogues
   int epilogue = 0;                   // 0 none, 1 bias, 2 bias_gelu (gemm_data.hpp's Epilogue)
   float* partials = nullptr;          // split-K: [splits][batch][m][n] fp32
-  int promote_every = 1;              // fp8: k-tiles summed at the tensor cores' precision before promotion
   // Stream-K (hopper_gemm.cuh, WorkSchedule): the last sk_tiles work items are shared out by k-iterations.
   int sk_tiles = 0;
   float* sk_partials = nullptr;       // [clusters][cluster CTA][consumer warpgroup][128 threads x BN/2] fp32
@@ -56,8 +55,6 @@ struct HopperInstance {
 
 // The instances compiled into this build (hopper_instances_*.cu); nullptr-free, throws for an unknown one.
 // ping_pong: the consumers take whole tiles in turn (bf16, block N 128) instead of sharing each tile.
-// promotion_interval: the fp8 instance that promotes every HopperParams::promote_every k-tiles (block N 128).
-HopperInstance hopper_instance(bool fp8, int block_n, bool b_mn_major, bool ping_pong = false,
-                               bool promotion_interval = false);
+HopperInstance hopper_instance(bool fp8, int block_n, bool b_mn_major, bool ping_pong = false);
 
 }  // namespace aispflow::kernels::cuda::ours
