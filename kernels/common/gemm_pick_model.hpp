@@ -27,6 +27,7 @@ struct PickConfig {
   std::string schedule = "cooperative";   // "cooperative" | "pingpong"
   int tiles_in_flight_per_cta = 1;      // 1 cooperative; 2 ping-pong (each consumer warpgroup its own tile)
   int split_k = 0;                      // 0 = auto (auto_split_k)
+  bool stream_k = false;                // the last wave's tiles shared out by k-iterations (stream_k_tiles)
   int slots = 0;                        // co-resident clusters; 0 = sms / cluster size
 };
 
@@ -65,6 +66,13 @@ const PickConstants& h100_pick_constants();
 // The K splits ours.cluster runs for `shape` when asked for split_k = 0 (auto): when the output tiles cannot
 // fill half the GPU (decode, M <= 128), split K so that about one wave runs, each split keeping >= 4 k-tiles.
 int auto_split_k(const PickShape& shape, int block_m, int block_n, int block_k, int sms);
+
+// Stream-K for the last wave (ours.cluster's rule, used by the kernel and by the model): how many of the last
+// `tiles` work items to share out by k-iterations among `clusters` co-resident clusters, or 0 when the idle part
+// of the last wave is worth less than twice the fix-up's price (gemm_pick_model.cpp says how it is priced).
+int stream_k_tiles(std::int64_t tiles, int clusters, int k_tiles, int block_m, int block_n);
+// The fix-up's price in k-tile-times of the same tile: one fp32 partial tile written and one read per cluster.
+double stream_k_price_ktiles(int block_m, int block_n);
 
 struct PickPrediction {
   double time = 0;          // model time units

@@ -116,30 +116,6 @@ struct Plan {
   std::unique_ptr<PaddedOperands> padded;   // what the kernel reads and writes: padded copies where rows are unaligned
 };
 
-// Stream-K for the last wave: how many of the last tiles to share out by k-iterations among `clusters`
-// clusters, or 0. With T tiles and R = T mod clusters the data-parallel waves take ceil(T / clusters) tile-times
-// and leave the last one R / clusters full. Sharing the last R + clusters tiles (one full wave plus the partial
-// one, so that each cluster's range is longer than a tile and holds at most one contribution) brings that to
-// T / clusters: a gain of (1 - R / clusters) x k_tiles k-tile-times. The price is the fix-up: each cluster writes
-// one fp32 partial tile and reads one, about 2 x (128 x block_n x 4 bytes) / (stage bytes) k-tile-times at the
-// mainloop's own L2 rate. On the H100 (NOTES.md step 12) a gain of 7.7 k-tile-times against that price of 5.3
-// (bf16 4096^3, 128x256) came out 8% slower, a gain of 21 against 4.8 (fp8 4096^3, 128x192) 5.6% faster: sharing
-// is used only when the gain is at least twice the price, and each range is at least 8 k-tiles.
-int stream_k_tiles(std::int64_t tiles, int clusters, int k_tiles, int block_n, bool fp8) {
-  if (clusters <= 0 || tiles <= clusters) return 0;
-  const std::int64_t rest = tiles % clusters;
-  if (rest == 0) return 0;
-  const double gain = (1.0 - double(rest) / clusters) * k_tiles;
-  const double stage_bytes = double(kBlockM + block_n) * kRowBytes;
-  const double price = 2.0 * (double(kBlockM) * block_n * 4.0) / stage_bytes;
-  (void)fp8;   // the price is in k-tile-times of the same kernel: the dtype cancels out
-  if (gain < 2.0 * price) return 0;
-  const std::int64_t shared = std::min<std::int64_t>(tiles, rest + clusters);
-  if (shared * k_tiles / clusters < 8) return 0;
-  if (shared * k_tiles >= (std::int64_t(1) << 31)) return 0;   // the kernel counts k-iterations in 32 bits
-  return int(shared);
-}
-
 class HopperGemm final : public OurKernel {
  public:
   explicit HopperGemm(HopperConfig config) : config_(std::move(config)) {}
@@ -233,7 +209,7 @@ class HopperGemm final : public OurKernel {
     if (config_.persistent) clusters = std::min(clusters, std::max(1, plan->instance.max_clusters(cluster)));
     plan->ctas = clusters * cluster;
     if (config_.stream_k && !config_.ping_pong() && p.splits == 1 && config_.persistent) {
-      p.sk_tiles = stream_k_tiles(p.total_work, clusters, p.k_tiles, config_.block_n, config_.fp8);
+      p.sk_tiles = stream_k_tiles(p.total_work, clusters, p.k_tiles, kBlockM, config_.block_n);
       if (p.sk_tiles > 0) {
         plan->sk_partials = DeviceBuffer(std::size_t(plan->ctas) * 2 * 128 * (config_.block_n / 2) * sizeof(float));
         plan->sk_flags = DeviceBuffer(std::size_t(plan->ctas) * 2 * sizeof(int));
@@ -288,7 +264,7 @@ class HopperGemm final : public OurKernel {
     const std::int64_t tiles = ceil_div(ceil_div(s.m, kBlockM), config_.cluster_m) *
                                ceil_div(ceil_div(s.n, config_.block_n), config_.cluster_n) * s.batch;
     const int shared =
-        stream_k_tiles(tiles, clusters, int(ceil_div(s.k, config_.fp8 ? 128 : 64)), config_.block_n, config_.fp8);
+        stream_k_tiles(tiles, clusters, int(ceil_div(s.k, config_.fp8 ? 128 : 64)), kBlockM, config_.block_n);
     if (shared == 0) return "stream-K off (the fix-up would cost more than the last wave leaves idle)";
     return "stream-K: the last " + std::to_string(shared) + " of " + std::to_string(tiles) + " tiles shared by " +
            std::to_string(clusters) + " clusters";
