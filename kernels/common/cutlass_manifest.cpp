@@ -116,9 +116,12 @@ std::vector<CutlassVariant> cutlass_variants(const CutlassInstance& inst, const 
   const std::vector<int> promotions = cutlass_promotion_intervals(inst);
   if (!search) return {CutlassVariant{1, 1, promotions.front()}};
   std::vector<CutlassVariant> out;
+  const std::vector<bool> reductions = inst.stream_k() ? std::vector<bool>{false, true} : std::vector<bool>{false};
   for (const int promotion : promotions)
     for (const int splits : cutlass_split_counts(inst, s, sm_count))
-      for (const int swizzle : kCutlassSwizzles) out.push_back(CutlassVariant{swizzle, splits, promotion});
+      for (const bool nondeterministic : reductions)
+        for (const int swizzle : kCutlassSwizzles)
+          out.push_back(CutlassVariant{swizzle, splits, promotion, nondeterministic});
   return out;
 }
 

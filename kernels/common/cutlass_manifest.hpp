@@ -54,12 +54,15 @@ std::vector<int> cutlass_promotion_intervals(const CutlassInstance& inst);
 inline constexpr std::array<int, 4> kCutlassSwizzles{1, 2, 4, 8};
 
 // One run-time configuration of an instance: scheduler swizzle, split count (stream-K instances; 1 = CUTLASS's
-// heuristic), fp8 promotion interval (0: not applicable).
+// heuristic), the stream-K reduction (false: deterministic, a chain in K order; true: nondeterministic, every K
+// range adds into the workspace once the first has stored), fp8 promotion interval (0: not applicable).
 struct CutlassVariant {
   int swizzle = 1, splits = 1, promotion = 0;
+  bool nondeterministic = false;
 };
 // What a provider runs of `inst` on `s`: `search` false (the `cutlass` provider) one variant with CUTLASS's
-// defaults; true (cutlass.select) every swizzle x split count x promotion interval, the defaults first.
+// defaults; true (cutlass.select) every swizzle x split count x reduction (stream-K instances) x promotion
+// interval, the defaults first.
 std::vector<CutlassVariant> cutlass_variants(const CutlassInstance& inst, const GemmShape& s, int sm_count, bool search);
 
 const std::vector<CutlassInstance>& cutlass_manifest();

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <tuple>
 
 #include "kernels/common/cutlass_manifest.hpp"
 
@@ -60,6 +61,15 @@ TEST(CutlassManifest, SwappedRowsNameTheTransposedProblem) {
   const auto* fp8 = find(90, "fp8_e4m3", "nt", 128, 64, 1, 1, "stream_k_swap");
   ASSERT_NE(fp8, nullptr);
   EXPECT_TRUE(fp8->in_build_set("default"));
+  for (const char* dtype : {"bf16", "fp8_e4m3"}) {
+    const auto* pp = find(90, dtype, "nt", 64, 64, 1, 1, "pingpong_swap");
+    ASSERT_NE(pp, nullptr) << dtype;
+    EXPECT_TRUE(pp->in_build_set("default")) << dtype;
+    EXPECT_FALSE(pp->stream_k());
+    EXPECT_NE(pp->name().find("_64x64x"), std::string::npos);
+    EXPECT_NE(pp->name().find("_tnn_align"), std::string::npos);
+    EXPECT_NE(pp->name().find("warpspecialized_pingpong_epi_tma"), std::string::npos);
+  }
 }
 
 // The split counts the search tries (docs/cutlass.md, "Split-K"). Decode qkv_proj of gpt-oss-20b at batch 64
@@ -105,9 +115,15 @@ TEST(CutlassSearch, VariantsCoverSwizzleSplitsAndPromotionDefaultsFirst) {
   ASSERT_NE(swap, nullptr);
   EXPECT_EQ(cutlass_promotion_intervals(*swap), (std::vector<int>{0}));
   const auto d = cutlass_variants(*swap, {"qkv", 64, 5120, 2880}, 132, true);
-  ASSERT_EQ(d.size(), 2 * kCutlassSwizzles.size());
+  ASSERT_EQ(d.size(), 2 * 2 * kCutlassSwizzles.size());   // splits {1, 3} x reduction x swizzle
   EXPECT_EQ(d.front().splits, 1);
+  EXPECT_FALSE(d.front().nondeterministic);   // CUTLASS's default reduction first
   EXPECT_EQ(d.back().splits, 3);
+  EXPECT_TRUE(d.back().nondeterministic);
+  std::set<std::tuple<int, int, bool>> distinct;
+  for (const auto& x : d) EXPECT_TRUE(distinct.insert({x.swizzle, x.splits, x.nondeterministic}).second);
+  // Only stream-K instances have a reduction to choose.
+  for (const auto& x : v) EXPECT_FALSE(x.nondeterministic);
 }
 
 TEST(CutlassManifest, RowsAreUniqueAndWellFormed) {

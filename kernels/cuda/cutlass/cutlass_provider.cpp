@@ -81,7 +81,7 @@ void fill_record(GemmRecord& rec, std::vector<Listed>& listed, const std::vector
   // instances (and the decomposition it asked CUTLASS for), fp8's promotion interval.
   if (w.identity.contains("swizzle")) {
     nlohmann::json sched = {{"swizzle", w.identity["swizzle"]}, {"raster", "heuristic"}};
-    for (const char* key : {"splits", "decomposition"})
+    for (const char* key : {"splits", "decomposition", "reduction"})
       if (w.identity.contains(key)) sched[key] = w.identity[key];
     rec.extra["scheduler"] = sched;
   }
@@ -229,6 +229,7 @@ std::vector<GemmRecord> CutlassProvider::run(const GemmCase& gemm, const TimingP
         if (inst->stream_k()) {
           v.entry["splits"] = var.splits;
           v.entry["decomposition"] = var.splits > 1 ? "split_k" : "heuristic";
+          v.entry["reduction"] = var.nondeterministic ? "nondeterministic" : "deterministic";
         }
         if (var.promotion > 0) v.entry["mma_promotion_interval"] = var.promotion;
         if (inst->swap_ab()) v.entry["operands"] = "swapped: C^T = B * A^T (tile_m along N, tile_n along M)";
@@ -254,6 +255,7 @@ std::vector<GemmRecord> CutlassProvider::run(const GemmCase& gemm, const TimingP
       args.swizzle = ops[i].second.swizzle;
       args.splits = ops[i].second.splits;
       args.promotion_interval = ops[i].second.promotion;
+      args.reduction = ops[i].second.nondeterministic ? 1 : 0;
       args.workspace = ws.get();
       args.workspace_bytes = ws.bytes();
       const std::string kernel = candidates[i].kernel;

@@ -119,6 +119,8 @@ struct Instance {
       using Mode = cutlass::gemm::kernel::detail::DecompositionMode;
       args.scheduler.splits = g.splits > 1 ? g.splits : 1;
       args.scheduler.decomposition_mode = g.splits > 1 ? Mode::SplitK : Mode::Heuristic;
+      using Reduction = cutlass::gemm::kernel::detail::ReductionMode;
+      args.scheduler.reduction_mode = g.reduction == 1 ? Reduction::Nondeterministic : Reduction::Deterministic;
     }
     // fp8: how many wgmma k-blocks (32 deep) accumulate in the tensor core before they are added into the fp32
     // accumulator; each promotion waits for every wgmma in flight. 0: CUTLASS's default (4, one 128-deep K tile).
