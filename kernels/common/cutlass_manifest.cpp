@@ -1,5 +1,6 @@
 #include "kernels/common/cutlass_manifest.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace aispflow::kernels {
@@ -30,17 +31,40 @@ std::string schedule_suffix(const std::string& schedule) {
   throw std::logic_error("cutlass manifest: unknown schedule " + schedule);
 }
 
+constexpr const char* kSwapSuffix = "_swap";
+
+}  // namespace
+
+bool CutlassInstance::swap_ab() const {
+  const std::string suffix = kSwapSuffix;
+  return schedule.size() > suffix.size() && schedule.compare(schedule.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string CutlassInstance::base_schedule() const {
+  return swap_ab() ? schedule.substr(0, schedule.size() - std::string(kSwapSuffix).size()) : schedule;
+}
+
+namespace {
+
+// The layouts of CUTLASS's A, B and D in generator letters (t = row-major, n = column-major).
+std::string layout_letters(const CutlassInstance& i) {
+  // A row-major (t), B row-major K x N (t, layout nn) or column-major K x N (n, layout nt), C row-major (t).
+  if (!i.swap_ab()) return std::string("t") + (i.layout == "nn" ? "t" : "n") + "t";
+  // Swapped: CUTLASS's A is our B as N x K (row-major when K-major, layout nt), its B our A as column-major
+  // K x M, its D our C as column-major N x M.
+  return std::string(i.layout == "nt" ? "t" : "n") + "nn";
+}
+
 }  // namespace
 
 std::string CutlassInstance::name() const {
   const std::string e = element_name(dtype);
   const std::string op = block_scaled() ? "bstensorop" : "tensorop";
-  // A row-major (t), B row-major K x N (t, layout nn) or column-major K x N (n, layout nt), C row-major (t).
-  const std::string layouts = std::string("t") + (layout == "nn" ? "t" : "n") + "t";
+  const std::string layouts = layout_letters(*this);
   return "cutlass3x_sm" + std::to_string(arch) + "_" + op + "_gemm_" + e + "_" + e + "_f32_void_bf16_" +
          std::to_string(tile_m) + "x" + std::to_string(tile_n) + "x" + std::to_string(tile_k) + "_" +
          std::to_string(cluster_m) + "x" + std::to_string(cluster_n) + "x1_0_" + layouts + "_align" +
-         std::to_string(128 / element_bits(dtype)) + "_" + schedule_suffix(schedule);
+         std::to_string(128 / element_bits(dtype)) + "_" + schedule_suffix(base_schedule());
 }
 
 std::string CutlassInstance::symbol() const {
@@ -65,6 +89,40 @@ const std::vector<CutlassInstance>& cutlass_manifest() {
     return rows;
   }();
   return table;
+}
+
+std::vector<int> cutlass_split_counts(const CutlassInstance& inst, const GemmShape& s, int sm_count) {
+  std::vector<int> out{1};
+  if (!inst.stream_k() || sm_count <= 0 || inst.tile_m <= 0 || inst.tile_n <= 0 || inst.tile_k <= 0) return out;
+  const std::int64_t rows = inst.swap_ab() ? s.n : s.m, cols = inst.swap_ab() ? s.m : s.n;
+  auto up = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
+  const std::int64_t tiles = up(rows, inst.tile_m) * up(cols, inst.tile_n) * std::max<std::int64_t>(s.batch, 1);
+  const std::int64_t k_tiles = up(s.k, inst.tile_k);
+  // Tiles that already fill at least half the SMs gain less from a K split than its partial-sum traffic costs;
+  // CUTLASS's stream-K heuristic (split 1) covers the last wave there.
+  if (2 * tiles > sm_count) return out;
+  const std::int64_t fill = std::min<std::int64_t>(sm_count / tiles, k_tiles / kMinKTilesPerSplit);
+  for (const std::int64_t split : {fill, fill / 2})
+    if (split > 1 && std::find(out.begin(), out.end(), int(split)) == out.end()) out.push_back(int(split));
+  return out;
+}
+
+std::vector<int> cutlass_promotion_intervals(const CutlassInstance& inst) {
+  if (inst.arch == 90 && inst.dtype == "fp8_e4m3") return {4, 8, 16};
+  return {0};
+}
+
+std::vector<CutlassVariant> cutlass_variants(const CutlassInstance& inst, const GemmShape& s, int sm_count, bool search) {
+  const std::vector<int> promotions = cutlass_promotion_intervals(inst);
+  if (!search) return {CutlassVariant{1, 1, promotions.front()}};
+  std::vector<CutlassVariant> out;
+  const std::vector<bool> reductions = inst.stream_k() ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  for (const int promotion : promotions)
+    for (const int splits : cutlass_split_counts(inst, s, sm_count))
+      for (const bool nondeterministic : reductions)
+        for (const int swizzle : kCutlassSwizzles)
+          out.push_back(CutlassVariant{swizzle, splits, promotion, nondeterministic});
+  return out;
 }
 
 std::string cutlass_storage_layout(const GemmCase& c) { return c.dtype == "bf16" ? c.layout : "nt"; }

@@ -2,6 +2,7 @@
 // The table of aispflow's CUTLASS instances (kernels/cuda/cutlass/manifest.def), readable without CUDA or
 // CUTLASS: the providers pick candidates from it, `aispflow hw` counts it, CPU unit tests check it.
 // docs/cutlass.md describes the instances, the build sets and the naming.
+#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,7 +17,7 @@ struct CutlassInstance {
   std::string layout;          // how B is stored: nn (K x N) | nt (N x K, K-major)
   int tile_m = 0, tile_n = 0, tile_k = 0;
   int cluster_m = 1, cluster_n = 1;
-  std::string schedule;        // cooperative | pingpong | stream_k | tcgen05_1sm | tcgen05_2sm
+  std::string schedule;        // cooperative | pingpong | stream_k (+ _swap) | tcgen05_1sm | tcgen05_2sm
   std::string set;             // pick | default | all (manifest.def)
 
   // The name CUTLASS's generator would give this kernel (arch, operand/accumulator/output types, tile,
@@ -28,7 +29,41 @@ struct CutlassInstance {
   // "all" every row).
   bool in_build_set(const std::string& build_set) const;
   bool block_scaled() const { return dtype == "mxfp8" || dtype == "nvfp4"; }
+  // `_swap` rows compute C^T = B * A^T (docs/cutlass.md): tile_m runs along the case's N, tile_n along its M.
+  bool swap_ab() const;
+  // The schedule without `_swap`: cooperative | pingpong | stream_k | tcgen05_1sm | tcgen05_2sm.
+  std::string base_schedule() const;
+  // Built with CUTLASS's stream-K tile scheduler, which also runs split-K with a run-time split count.
+  bool stream_k() const { return base_schedule() == "stream_k"; }
 };
+
+// The split counts cutlass.select tries for a stream-K instance on `s` with `sm_count` SMs (docs/cutlass.md,
+// "Split-K"): always 1 (CUTLASS's own heuristic: stream-K, split-K or data-parallel), plus, when the output
+// tiles cover at most half of the SMs, the split-K count that fills them once, floor(sm_count / tiles), and
+// half of it (each > 1), each K range keeping at least kMinKTilesPerSplit K tiles. Other instances: {1}.
+inline constexpr int kMinKTilesPerSplit = 4;
+std::vector<int> cutlass_split_counts(const CutlassInstance& inst, const GemmShape& s, int sm_count);
+
+// The fp8 promotion intervals cutlass.select tries (wgmma k-blocks of 32 between additions into the fp32
+// accumulator; CUTLASS's default is 4, one 128-deep K tile): {4, 8, 16} for sm_90a fp8 instances, whose exact
+// mainloop waits for every wgmma in flight at each promotion; {0} (not applicable) for the rest. A longer
+// interval accumulates more products in the tensor core's reduced-precision accumulator: verification decides.
+std::vector<int> cutlass_promotion_intervals(const CutlassInstance& inst);
+
+// The scheduler swizzles cutlass.select tries (the profiler's --swizzle_size; docs/cutlass.md, "Search").
+inline constexpr std::array<int, 4> kCutlassSwizzles{1, 2, 4, 8};
+
+// One run-time configuration of an instance: scheduler swizzle, split count (stream-K instances; 1 = CUTLASS's
+// heuristic), the stream-K reduction (false: deterministic, a chain in K order; true: nondeterministic, every K
+// range adds into the workspace once the first has stored), fp8 promotion interval (0: not applicable).
+struct CutlassVariant {
+  int swizzle = 1, splits = 1, promotion = 0;
+  bool nondeterministic = false;
+};
+// What a provider runs of `inst` on `s`: `search` false (the `cutlass` provider) one variant with CUTLASS's
+// defaults; true (cutlass.select) every swizzle x split count x reduction (stream-K instances) x promotion
+// interval, the defaults first.
+std::vector<CutlassVariant> cutlass_variants(const CutlassInstance& inst, const GemmShape& s, int sm_count, bool search);
 
 const std::vector<CutlassInstance>& cutlass_manifest();
 

@@ -115,6 +115,44 @@ TEST_F(CutlassGpu, SelectRecordsEveryCandidateAndTheWinnerFirst) {
   }
 }
 
+// Decode (issue 22): the swapped rows run C^T = B * A^T, the stream-K ones also split-K with the provider's split
+// count and either reduction; every such candidate must pass the same verification (a wrong transposition or a
+// lost partial sum errs by order 1), and each fp8 promotion interval likewise. M = 40 is not a multiple of the 64-wide tile.
+TEST_F(CutlassGpu, DecodeSwappedSplitKAndPromotionCandidatesVerify) {
+  if (cc_ != 90) GTEST_SKIP() << "needs an sm_90 GPU";
+  CutlassProvider select(context_fn(), /*select=*/true);
+  for (const char* dtype : {"bf16", "fp8_e4m3"})
+    for (const auto& s : {shape_of(64, 2880, 4096), shape_of(40, 5120, 2880)}) {
+      SCOPED_TRACE(std::string(dtype) + " " + s.name);
+      const auto r = select.run(GemmCase{s, dtype, "nt"}, test::quick_timing()).front();
+      ASSERT_EQ(r.status, "ok") << r.reason;
+      int split_k = 0, swapped = 0, nondeterministic = 0;
+      std::set<int> promotions;
+      for (const auto& c : r.extra.at("candidates")) {
+        if (c.at("status") == "skipped") continue;
+        EXPECT_EQ(c.at("status"), "ok") << c.dump();
+        EXPECT_TRUE(c.value("verified", false)) << c.dump();
+        if (c.contains("operands")) {
+          ++swapped;
+          EXPECT_NE(c.at("kernel").get<std::string>().find("_tnn_"), std::string::npos) << c.dump();
+        }
+        if (c.value("decomposition", "") == "split_k") {
+          ++split_k;
+          EXPECT_GT(c.at("splits").get<int>(), 1);
+          nondeterministic += c.value("reduction", "") == "nondeterministic" ? 1 : 0;
+        }
+        if (c.contains("mma_promotion_interval")) promotions.insert(c.at("mma_promotion_interval").get<int>());
+      }
+      EXPECT_GT(swapped, 0) << "the decode rows are in the default build";
+      EXPECT_GT(split_k, 0) << "tiles cover under half the SMs: the search must try split-K";
+      EXPECT_GT(nondeterministic, 0) << "split-K with the unordered (atomic) reduction must be tried and verified";
+      if (std::string(dtype) == "fp8_e4m3") EXPECT_EQ(promotions, (std::set<int>{4, 8, 16}));
+      const auto& sched = r.extra.at("scheduler");
+      const auto& winner = r.extra.at("candidates")[std::size_t(r.extra.at("search").at("winner").get<int>())];
+      EXPECT_EQ(sched.value("splits", 1), winner.value("splits", 1)) << "the winner's split count is recorded";
+    }
+}
+
 // The broken case of `verified`: a candidate whose output is corrupted after a correct run must fail
 // verification and never be timed, while the same kernel uncorrupted wins.
 TEST_F(CutlassGpu, CandidateSearchRejectsACorruptedKernel) {

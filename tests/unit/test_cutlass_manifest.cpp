@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <tuple>
 
 #include "kernels/common/cutlass_manifest.hpp"
 
@@ -40,6 +41,91 @@ TEST(CutlassManifest, NamesFollowCutlassConvention) {
   EXPECT_EQ(fp4->symbol(), "aispflow_cutlass_sm100_nvfp4_nt_128x256x256_1x1_tcgen05_1sm");
 }
 
+TEST(CutlassManifest, SwappedRowsNameTheTransposedProblem) {
+  const auto* swap = find(90, "bf16", "nt", 128, 64, 1, 1, "stream_k_swap");
+  ASSERT_NE(swap, nullptr);
+  EXPECT_TRUE(swap->swap_ab());
+  EXPECT_TRUE(swap->stream_k());
+  EXPECT_EQ(swap->base_schedule(), "stream_k");
+  // CUTLASS's A = our B (N x K row-major: t), its B = our A (K x M column-major: n), its D = C^T (column-major).
+  EXPECT_EQ(swap->name(),
+            "cutlass3x_sm90_tensorop_gemm_bf16_bf16_f32_void_bf16_128x64x64_1x1x1_0_tnn_align8_"
+            "warpspecialized_cooperative_epi_tma_stream_k");
+  EXPECT_EQ(swap->symbol(), "aispflow_cutlass_sm90_bf16_nt_128x64x64_1x1_stream_k_swap");
+  const auto* plain = find(90, "bf16", "nt", 128, 128, 1, 1, "cooperative");
+  ASSERT_NE(plain, nullptr);
+  EXPECT_FALSE(plain->swap_ab());
+  EXPECT_FALSE(plain->stream_k());
+  // The decode rows are built by default (issue 22: cutlass.select on M = 64 needs them).
+  EXPECT_TRUE(swap->in_build_set("default"));
+  const auto* fp8 = find(90, "fp8_e4m3", "nt", 128, 64, 1, 1, "stream_k_swap");
+  ASSERT_NE(fp8, nullptr);
+  EXPECT_TRUE(fp8->in_build_set("default"));
+  for (const char* dtype : {"bf16", "fp8_e4m3"}) {
+    const auto* pp = find(90, dtype, "nt", 64, 64, 1, 1, "pingpong_swap");
+    ASSERT_NE(pp, nullptr) << dtype;
+    EXPECT_TRUE(pp->in_build_set("default")) << dtype;
+    EXPECT_FALSE(pp->stream_k());
+    EXPECT_NE(pp->name().find("_64x64x"), std::string::npos);
+    EXPECT_NE(pp->name().find("_tnn_align"), std::string::npos);
+    EXPECT_NE(pp->name().find("warpspecialized_pingpong_epi_tma"), std::string::npos);
+  }
+}
+
+// The split counts the search tries (docs/cutlass.md, "Split-K"). Decode qkv_proj of gpt-oss-20b at batch 64
+// (M 64, N 5120, K 2880) on 132 SMs through the swapped 128x64 rows: 40 tiles of 128 along N, 45 K tiles.
+TEST(CutlassSplitK, DecodeShapesSplitToFillTheSms) {
+  const auto* swap = find(90, "bf16", "nt", 128, 64, 1, 1, "stream_k_swap");
+  ASSERT_NE(swap, nullptr);
+  EXPECT_EQ(cutlass_split_counts(*swap, {"qkv", 64, 5120, 2880}, 132), (std::vector<int>{1, 3}));   // 3/2 = 1: dropped
+  // attn_out (N 2880, K 4096): 23 tiles, 64 K tiles: 132 / 23 = 5, and 2.
+  EXPECT_EQ(cutlass_split_counts(*swap, {"out", 64, 2880, 4096}, 132), (std::vector<int>{1, 5, 2}));
+  // K too short to split: 1 tile of 128x64 over N = 128, K = 256 (4 K tiles): at most 4 / kMinKTilesPerSplit = 1.
+  EXPECT_EQ(cutlass_split_counts(*swap, {"short_k", 64, 128, 256}, 132), (std::vector<int>{1}));
+  // Enough tiles to fill half the SMs: CUTLASS's heuristic only.
+  EXPECT_EQ(cutlass_split_counts(*swap, {"prefill", 4096, 4096, 4096}, 132), (std::vector<int>{1}));
+  // The same decode shape through an unswapped stream-K row: tiles along M are 128 rows, along N 128 columns.
+  const auto* sk = find(90, "bf16", "nn", 128, 128, 1, 1, "stream_k");
+  ASSERT_NE(sk, nullptr);
+  EXPECT_EQ(cutlass_split_counts(*sk, {"qkv", 64, 5120, 2880}, 132), (std::vector<int>{1, 3}));
+  // Not a stream-K row: no split.
+  const auto* coop = find(90, "bf16", "nt", 128, 128, 1, 1, "cooperative");
+  ASSERT_NE(coop, nullptr);
+  EXPECT_EQ(cutlass_split_counts(*coop, {"qkv", 64, 5120, 2880}, 132), (std::vector<int>{1}));
+}
+
+TEST(CutlassSearch, VariantsCoverSwizzleSplitsAndPromotionDefaultsFirst) {
+  const auto* fp8 = find(90, "fp8_e4m3", "nt", 128, 192, 1, 2, "cooperative");
+  ASSERT_NE(fp8, nullptr);
+  EXPECT_EQ(cutlass_promotion_intervals(*fp8), (std::vector<int>{4, 8, 16}));
+  const auto v = cutlass_variants(*fp8, {"sq", 4096, 4096, 4096}, 132, true);
+  ASSERT_EQ(v.size(), 3 * kCutlassSwizzles.size());
+  EXPECT_EQ(v.front().swizzle, 1);
+  EXPECT_EQ(v.front().promotion, 4);   // CUTLASS's default first: the `pick` candidate of the search
+  std::set<std::pair<int, int>> seen;
+  for (const auto& x : v) EXPECT_TRUE(seen.insert({x.swizzle, x.promotion}).second);
+  // `cutlass` runs CUTLASS's defaults only.
+  const auto one = cutlass_variants(*fp8, {"sq", 4096, 4096, 4096}, 132, false);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one.front().swizzle, 1);
+  EXPECT_EQ(one.front().splits, 1);
+  EXPECT_EQ(one.front().promotion, 4);
+  // bf16 has no promotion; the swapped stream-K row adds its split count on a decode shape.
+  const auto* swap = find(90, "bf16", "nt", 128, 64, 1, 1, "stream_k_swap");
+  ASSERT_NE(swap, nullptr);
+  EXPECT_EQ(cutlass_promotion_intervals(*swap), (std::vector<int>{0}));
+  const auto d = cutlass_variants(*swap, {"qkv", 64, 5120, 2880}, 132, true);
+  ASSERT_EQ(d.size(), 2 * 2 * kCutlassSwizzles.size());   // splits {1, 3} x reduction x swizzle
+  EXPECT_EQ(d.front().splits, 1);
+  EXPECT_FALSE(d.front().nondeterministic);   // CUTLASS's default reduction first
+  EXPECT_EQ(d.back().splits, 3);
+  EXPECT_TRUE(d.back().nondeterministic);
+  std::set<std::tuple<int, int, bool>> distinct;
+  for (const auto& x : d) EXPECT_TRUE(distinct.insert({x.swizzle, x.splits, x.nondeterministic}).second);
+  // Only stream-K instances have a reduction to choose.
+  for (const auto& x : v) EXPECT_FALSE(x.nondeterministic);
+}
+
 TEST(CutlassManifest, RowsAreUniqueAndWellFormed) {
   std::set<std::string> names, symbols;
   for (const auto& i : cutlass_manifest()) {
@@ -52,7 +138,10 @@ TEST(CutlassManifest, RowsAreUniqueAndWellFormed) {
     const int bits = i.dtype == "bf16" ? 16 : i.dtype == "nvfp4" ? 4 : 8;
     EXPECT_EQ(i.tile_k * bits, 128 * 8);
     if (i.dtype != "bf16") EXPECT_EQ(i.layout, "nt") << "8-bit and block-scaled operands are read K-major";
-    if (i.arch == 90) EXPECT_TRUE(i.schedule == "cooperative" || i.schedule == "pingpong" || i.schedule == "stream_k");
+    if (i.arch == 90)
+      EXPECT_TRUE(i.base_schedule() == "cooperative" || i.base_schedule() == "pingpong" || i.base_schedule() == "stream_k");
+    // Cooperative kernels split the tile's M over two consumer warpgroups of 64 rows (CUTLASS static_asserts it).
+    if (i.base_schedule() == "cooperative" || i.base_schedule() == "stream_k") EXPECT_GE(i.tile_m, 128);
     if (i.arch == 100) EXPECT_TRUE(i.schedule == "tcgen05_1sm" || i.schedule == "tcgen05_2sm");
     if (i.schedule == "tcgen05_2sm") EXPECT_EQ(i.cluster_m % 2, 0) << "2-SM UMMA runs on a cluster pair";
   }

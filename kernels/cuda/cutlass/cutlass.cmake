@@ -63,6 +63,9 @@ set(_count_90 0)
 set(_count_100 0)
 if(_cutlass_dir)
   message(STATUS "aispflow: CUTLASS ${_cutlass_version} in ${_cutlass_dir}; instances: ${AISPFLOW_CUTLASS_INSTANCES}")
+  # Re-run configure when the manifest changes: file(STRINGS) alone does not make CMake watch the file, and a
+  # stale configure would keep compiling the rows of the old manifest.
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/cutlass/manifest.def)
   file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/cutlass/manifest.def _rows REGEX "^AISPFLOW_CUTLASS_INSTANCE\\(")
   set(_sources_90 "")
   set(_sources_100 "")

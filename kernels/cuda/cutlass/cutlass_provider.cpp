@@ -77,7 +77,17 @@ void fill_record(GemmRecord& rec, std::vector<Listed>& listed, const std::vector
   rec.verified = true;
   rec.max_rel_err = w.max_rel_err;
   record_winner_measurement(rec, w);
-  if (w.identity.contains("swizzle")) rec.extra["scheduler"] = {{"swizzle", w.identity["swizzle"]}, {"raster", "heuristic"}};
+  // The winner's run-time configuration, never silent: scheduler swizzle, the split count of stream-K
+  // instances (and the decomposition it asked CUTLASS for), fp8's promotion interval.
+  if (w.identity.contains("swizzle")) {
+    nlohmann::json sched = {{"swizzle", w.identity["swizzle"]}, {"raster", "heuristic"}};
+    for (const char* key : {"splits", "decomposition", "reduction"})
+      if (w.identity.contains(key)) sched[key] = w.identity[key];
+    rec.extra["scheduler"] = sched;
+  }
+  if (w.identity.contains("mma_promotion_interval"))
+    rec.extra["mainloop"] = {{"mma_promotion_interval", w.identity["mma_promotion_interval"]}};
+  if (w.identity.contains("operands")) rec.extra["operands"] = w.identity["operands"];
   if (list_all)
     for (std::size_t i = 0; i < listed.size(); ++i)
       if (listed[i].searched == winner) rec.extra["search"]["winner"] = i;
@@ -177,7 +187,7 @@ std::vector<GemmRecord> CutlassProvider::run(const GemmCase& gemm, const TimingP
       if (select_ || (inst->set == "pick" && inst->arch == arch)) rows.push_back(inst);
     std::vector<Listed> listed;
     std::vector<SearchCandidate> candidates;   // the (row, swizzle) pairs that can run: what the search sees
-    std::vector<std::pair<const cutlass_abi::InstanceOps*, int>> ops;   // entry points and swizzle per candidate
+    std::vector<std::pair<const cutlass_abi::InstanceOps*, CutlassVariant>> ops;   // entry points and variant per candidate
     std::optional<std::size_t> pick;
     std::size_t workspace = 0;
     for (const CutlassInstance* inst : rows) {
@@ -211,18 +221,30 @@ std::vector<GemmRecord> CutlassProvider::run(const GemmCase& gemm, const TimingP
         listed.push_back(std::move(l));
         continue;
       }
-      // One candidate per scheduler swizzle (the profiler's --swizzle_size): the same kernel, its tiles walked
-      // in bands of 1-8 so that neighbours share operands in L2. `cutlass` runs CUTLASS's default (1) only.
-      for (const int swizzle : select_ ? std::vector<int>(kSwizzles.begin(), kSwizzles.end()) : std::vector<int>{1}) {
+      // One candidate per run-time configuration of the same kernel (cutlass_variants): scheduler swizzle, split
+      // count, fp8 promotion interval. `cutlass` runs CUTLASS's defaults only.
+      for (const CutlassVariant& var : cutlass_variants(*inst, gemm.shape, dev.sm_count, select_)) {
         Listed v = l;
-        v.entry["swizzle"] = swizzle;
-        if (inst->set == "pick" && swizzle == 1) pick = candidates.size();
+        v.entry["swizzle"] = var.swizzle;
+        if (inst->stream_k()) {
+          v.entry["splits"] = var.splits;
+          v.entry["decomposition"] = var.splits > 1 ? "split_k" : "heuristic";
+          v.entry["reduction"] = var.nondeterministic ? "nondeterministic" : "deterministic";
+        }
+        if (var.promotion > 0) v.entry["mma_promotion_interval"] = var.promotion;
+        if (inst->swap_ab()) v.entry["operands"] = "swapped: C^T = B * A^T (tile_m along N, tile_n along M)";
+        if (inst->set == "pick" && !pick) pick = candidates.size();   // the first variant: CUTLASS's defaults
         v.searched = candidates.size();
         SearchCandidate cand;
         cand.kernel = inst->name();
         cand.identity = v.entry;
         candidates.push_back(std::move(cand));
-        ops.emplace_back(o, swizzle);
+        ops.push_back({o, var});
+        if (inst->stream_k()) {   // split-K's partial sums: the workspace depends on the split count
+          cutlass_abi::GemmArgs a = base;
+          a.splits = var.splits;
+          workspace = std::max(workspace, o->workspace_bytes(a));
+        }
         listed.push_back(std::move(v));
       }
     }
@@ -230,7 +252,10 @@ std::vector<GemmRecord> CutlassProvider::run(const GemmCase& gemm, const TimingP
     for (std::size_t i = 0; i < candidates.size(); ++i) {
       const cutlass_abi::InstanceOps* o = ops[i].first;
       cutlass_abi::GemmArgs args = base;
-      args.swizzle = ops[i].second;
+      args.swizzle = ops[i].second.swizzle;
+      args.splits = ops[i].second.splits;
+      args.promotion_interval = ops[i].second.promotion;
+      args.reduction = ops[i].second.nondeterministic ? 1 : 0;
       args.workspace = ws.get();
       args.workspace_bytes = ws.bytes();
       const std::string kernel = candidates[i].kernel;

@@ -7,14 +7,17 @@
 //                   skipped with the reason; the rest verified, screened, the finalists (and always the `pick`
 //                   instance) timed interleaved; the winner's CUTLASS name in `kernel`, every candidate in
 //                   extra["candidates"]. Each runnable instance is tried with scheduler swizzles 1, 2, 4, 8
-//                   (a run-time argument of the same kernel, as the CUTLASS profiler sweeps it); the winner's
-//                   is in extra["scheduler"].
+//                   (a run-time argument of the same kernel, as the CUTLASS profiler sweeps it), stream-K
+//                   instances also with the split counts of cutlass_split_counts(), sm_90a fp8 instances with
+//                   the promotion intervals of cutlass_promotion_intervals(); the winner's configuration is in
+//                   extra["scheduler"] (swizzle, splits, decomposition) and extra["mainloop"].
 #include <array>
 #include <functional>
 #include <optional>
 #include <string>
 
 #include "kernels/common/backend.hpp"
+#include "kernels/common/cutlass_manifest.hpp"
 #include "kernels/cuda/context.hpp"
 
 namespace aispflow::kernels::cuda {
@@ -23,7 +26,7 @@ class CutlassProvider : public GemmProvider {
  public:
   static constexpr int kFinalists = 3;
   // cutlass.select tries every runnable instance with each of these scheduler swizzles (docs/cutlass.md).
-  static constexpr std::array<int, 4> kSwizzles{1, 2, 4, 8};
+  static constexpr std::array<int, 4> kSwizzles = kCutlassSwizzles;
   CutlassProvider(std::function<GpuContext&()> context, bool select);
   std::string name() const override { return select_ ? "cutlass.select" : "cutlass"; }
   Requirements requirements() const override;

@@ -25,6 +25,16 @@ struct GemmArgs {
   // in L2. 1 and heuristic are CUTLASS's defaults.
   int swizzle = 1;              // 1 | 2 | 4 | 8
   int raster = 0;               // 0 heuristic | 1 along M | 2 along N
+  // Stream-K scheduler instances only: > 1 asks for split-K into that many K ranges, 1 leaves the decomposition
+  // to CUTLASS's heuristic (stream-K / split-K / data-parallel). The provider chooses it and records it.
+  int splits = 1;
+  // Stream-K scheduler instances only: how the K ranges of one tile are summed in the workspace. 0 deterministic
+  // (each range waits for the one before it: a chain), 1 nondeterministic (every range adds as soon as the first
+  // has stored: fp32 additions in arrival order, so the last bits can differ between runs).
+  int reduction = 0;
+  // fp8 instances only: wgmma k-blocks between promotions into the fp32 accumulator (a multiple of 4, the
+  // k-blocks of one K tile); 0 = CUTLASS's default, 4.
+  int promotion_interval = 0;
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
   cudaStream_t stream = nullptr;
