@@ -77,35 +77,35 @@ TEST(CutlassManifest, SwappedRowsNameTheTransposedProblem) {
 TEST(CutlassSplitK, DecodeShapesSplitToFillTheSms) {
   const auto* swap = find(90, "bf16", "nt", 128, 64, 1, 1, "stream_k_swap");
   ASSERT_NE(swap, nullptr);
-  EXPECT_EQ(cutlass_split_counts(*swap, {"qkv", 64, 5120, 2880}, 132), (std::vector<int>{1, 3}));   // 3/2 = 1: dropped
+  EXPECT_EQ(cutlass_split_counts(*swap, {"qkv", 64, 5120, 2880, 1, {}}, 132), (std::vector<int>{1, 3}));   // 3/2 = 1: dropped
   // attn_out (N 2880, K 4096): 23 tiles, 64 K tiles: 132 / 23 = 5, and 2.
-  EXPECT_EQ(cutlass_split_counts(*swap, {"out", 64, 2880, 4096}, 132), (std::vector<int>{1, 5, 2}));
+  EXPECT_EQ(cutlass_split_counts(*swap, {"out", 64, 2880, 4096, 1, {}}, 132), (std::vector<int>{1, 5, 2}));
   // K too short to split: 1 tile of 128x64 over N = 128, K = 256 (4 K tiles): at most 4 / kMinKTilesPerSplit = 1.
-  EXPECT_EQ(cutlass_split_counts(*swap, {"short_k", 64, 128, 256}, 132), (std::vector<int>{1}));
+  EXPECT_EQ(cutlass_split_counts(*swap, {"short_k", 64, 128, 256, 1, {}}, 132), (std::vector<int>{1}));
   // Enough tiles to fill half the SMs: CUTLASS's heuristic only.
-  EXPECT_EQ(cutlass_split_counts(*swap, {"prefill", 4096, 4096, 4096}, 132), (std::vector<int>{1}));
+  EXPECT_EQ(cutlass_split_counts(*swap, {"prefill", 4096, 4096, 4096, 1, {}}, 132), (std::vector<int>{1}));
   // The same decode shape through an unswapped stream-K row: tiles along M are 128 rows, along N 128 columns.
   const auto* sk = find(90, "bf16", "nn", 128, 128, 1, 1, "stream_k");
   ASSERT_NE(sk, nullptr);
-  EXPECT_EQ(cutlass_split_counts(*sk, {"qkv", 64, 5120, 2880}, 132), (std::vector<int>{1, 3}));
+  EXPECT_EQ(cutlass_split_counts(*sk, {"qkv", 64, 5120, 2880, 1, {}}, 132), (std::vector<int>{1, 3}));
   // Not a stream-K row: no split.
   const auto* coop = find(90, "bf16", "nt", 128, 128, 1, 1, "cooperative");
   ASSERT_NE(coop, nullptr);
-  EXPECT_EQ(cutlass_split_counts(*coop, {"qkv", 64, 5120, 2880}, 132), (std::vector<int>{1}));
+  EXPECT_EQ(cutlass_split_counts(*coop, {"qkv", 64, 5120, 2880, 1, {}}, 132), (std::vector<int>{1}));
 }
 
 TEST(CutlassSearch, VariantsCoverSwizzleSplitsAndPromotionDefaultsFirst) {
   const auto* fp8 = find(90, "fp8_e4m3", "nt", 128, 192, 1, 2, "cooperative");
   ASSERT_NE(fp8, nullptr);
   EXPECT_EQ(cutlass_promotion_intervals(*fp8), (std::vector<int>{4, 8, 16}));
-  const auto v = cutlass_variants(*fp8, {"sq", 4096, 4096, 4096}, 132, true);
+  const auto v = cutlass_variants(*fp8, {"sq", 4096, 4096, 4096, 1, {}}, 132, true);
   ASSERT_EQ(v.size(), 3 * kCutlassSwizzles.size());
   EXPECT_EQ(v.front().swizzle, 1);
   EXPECT_EQ(v.front().promotion, 4);   // CUTLASS's default first: the `pick` candidate of the search
   std::set<std::pair<int, int>> seen;
   for (const auto& x : v) EXPECT_TRUE(seen.insert({x.swizzle, x.promotion}).second);
   // `cutlass` runs CUTLASS's defaults only.
-  const auto one = cutlass_variants(*fp8, {"sq", 4096, 4096, 4096}, 132, false);
+  const auto one = cutlass_variants(*fp8, {"sq", 4096, 4096, 4096, 1, {}}, 132, false);
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(one.front().swizzle, 1);
   EXPECT_EQ(one.front().splits, 1);
@@ -114,7 +114,7 @@ TEST(CutlassSearch, VariantsCoverSwizzleSplitsAndPromotionDefaultsFirst) {
   const auto* swap = find(90, "bf16", "nt", 128, 64, 1, 1, "stream_k_swap");
   ASSERT_NE(swap, nullptr);
   EXPECT_EQ(cutlass_promotion_intervals(*swap), (std::vector<int>{0}));
-  const auto d = cutlass_variants(*swap, {"qkv", 64, 5120, 2880}, 132, true);
+  const auto d = cutlass_variants(*swap, {"qkv", 64, 5120, 2880, 1, {}}, 132, true);
   ASSERT_EQ(d.size(), 2 * 2 * kCutlassSwizzles.size());   // splits {1, 3} x reduction x swizzle
   EXPECT_EQ(d.front().splits, 1);
   EXPECT_FALSE(d.front().nondeterministic);   // CUTLASS's default reduction first
@@ -137,13 +137,23 @@ TEST(CutlassManifest, RowsAreUniqueAndWellFormed) {
     // K tile = 128 bytes of operand: 64 bf16, 128 fp8, 256 fp4.
     const int bits = i.dtype == "bf16" ? 16 : i.dtype == "nvfp4" ? 4 : 8;
     EXPECT_EQ(i.tile_k * bits, 128 * 8);
-    if (i.dtype != "bf16") EXPECT_EQ(i.layout, "nt") << "8-bit and block-scaled operands are read K-major";
-    if (i.arch == 90)
-      EXPECT_TRUE(i.base_schedule() == "cooperative" || i.base_schedule() == "pingpong" || i.base_schedule() == "stream_k");
+    if (i.dtype != "bf16") {
+      EXPECT_EQ(i.layout, "nt") << "8-bit and block-scaled operands are read K-major";
+    }
+    if (i.arch == 90) {
+      EXPECT_TRUE(i.base_schedule() == "cooperative" || i.base_schedule() == "pingpong" ||
+                  i.base_schedule() == "stream_k");
+    }
     // Cooperative kernels split the tile's M over two consumer warpgroups of 64 rows (CUTLASS static_asserts it).
-    if (i.base_schedule() == "cooperative" || i.base_schedule() == "stream_k") EXPECT_GE(i.tile_m, 128);
-    if (i.arch == 100) EXPECT_TRUE(i.schedule == "tcgen05_1sm" || i.schedule == "tcgen05_2sm");
-    if (i.schedule == "tcgen05_2sm") EXPECT_EQ(i.cluster_m % 2, 0) << "2-SM UMMA runs on a cluster pair";
+    if (i.base_schedule() == "cooperative" || i.base_schedule() == "stream_k") {
+      EXPECT_GE(i.tile_m, 128);
+    }
+    if (i.arch == 100) {
+      EXPECT_TRUE(i.schedule == "tcgen05_1sm" || i.schedule == "tcgen05_2sm");
+    }
+    if (i.schedule == "tcgen05_2sm") {
+      EXPECT_EQ(i.cluster_m % 2, 0) << "2-SM UMMA runs on a cluster pair";
+    }
   }
 }
 
@@ -151,10 +161,14 @@ TEST(CutlassManifest, OnePickPerArchDtypeLayoutAndDefaultSetStaysSmall) {
   std::set<std::string> picks;
   int sm90_default = 0, sm100_default = 0, all = 0;
   for (const auto& i : cutlass_manifest()) {
-    if (i.set == "pick") EXPECT_TRUE(picks.insert(std::to_string(i.arch) + i.dtype + i.layout).second) << i.symbol();
+    if (i.set == "pick") {
+      EXPECT_TRUE(picks.insert(std::to_string(i.arch) + i.dtype + i.layout).second) << i.symbol();
+    }
     if (i.in_build_set("default")) (i.arch == 90 ? sm90_default : sm100_default)++;
     all += i.in_build_set("all") ? 1 : 0;
-    if (i.set == "all") EXPECT_FALSE(i.in_build_set("default"));
+    if (i.set == "all") {
+      EXPECT_FALSE(i.in_build_set("default"));
+    }
     EXPECT_EQ(i.in_build_set("pick"), i.set == "pick") << i.symbol();
   }
   EXPECT_TRUE(picks.count("90bf16nn") && picks.count("90bf16nt") && picks.count("90fp8_e4m3nt"));
@@ -167,7 +181,7 @@ TEST(CutlassManifest, OnePickPerArchDtypeLayoutAndDefaultSetStaysSmall) {
 }
 
 TEST(CutlassManifest, CandidatesFollowDtypeLayoutAndEpilogue) {
-  GemmShape s{"x", 4096, 4096, 4096};
+  GemmShape s{"x", 4096, 4096, 4096, 1, {}};
   for (const auto* i : cutlass_instances_for({s, "bf16", "nn"})) EXPECT_EQ(i->layout, "nn");
   EXPECT_FALSE(cutlass_instances_for({s, "bf16", "nn"}).empty());
   // fp8 nn runs on nt instances: GemmProblem stores fp8's B as N x K whatever the layout.
@@ -185,15 +199,15 @@ TEST(CutlassManifest, AlignmentRuleNamesTheBadDimension) {
   const auto* nn = find(90, "bf16", "nn", 128, 128, 1, 1, "cooperative");
   const auto* fp8 = find(90, "fp8_e4m3", "nt", 128, 128, 1, 1, "cooperative");
   ASSERT_TRUE(nn && fp8);
-  EXPECT_FALSE(cutlass_alignment_problem(*nn, {"ok", 17, 2880, 2880}));   // any M
-  const auto k = cutlass_alignment_problem(*nn, {"k", 17, 2880, 33});
+  EXPECT_FALSE(cutlass_alignment_problem(*nn, {"ok", 17, 2880, 2880, 1, {}}));   // any M
+  const auto k = cutlass_alignment_problem(*nn, {"k", 17, 2880, 33, 1, {}});
   ASSERT_TRUE(k);
   EXPECT_NE(k->find("K = 33"), std::string::npos);
-  const auto n = cutlass_alignment_problem(*nn, {"n", 16, 20, 64});
+  const auto n = cutlass_alignment_problem(*nn, {"n", 16, 20, 64, 1, {}});
   ASSERT_TRUE(n);
   EXPECT_NE(n->find("N = 20"), std::string::npos);
-  EXPECT_TRUE(cutlass_alignment_problem(*fp8, {"k8", 16, 64, 40}));      // fp8 needs K % 16
-  EXPECT_FALSE(cutlass_alignment_problem(*fp8, {"k16", 16, 64, 48}));
+  EXPECT_TRUE(cutlass_alignment_problem(*fp8, {"k8", 16, 64, 40, 1, {}}));      // fp8 needs K % 16
+  EXPECT_FALSE(cutlass_alignment_problem(*fp8, {"k16", 16, 64, 48, 1, {}}));
 }
 
 }  // namespace

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Issue 22's evidence in one device call: the GPU tests of the GEMM providers, then cluster_gemm.yaml,
+# kernel_selector.yaml (Triton plugin included) and bench/unaligned.yaml through bench/run_gpu_workflow.sh.
+#
+# Here (sm_90a build, default CUTLASS set, -DAISPFLOW_TRITON_AOT=ON):
+#   bench/run_issue22_evidence.sh --pack BUILD_DIR      # writes .gpu/ and .gpu-lead/issue22.tgz
+# There (device tool, carry [".gpu-lead"]):
+#   tar xzf .gpu-lead/issue22.tgz && AISPFLOW_COMMIT=<commit> bench/run_issue22_evidence.sh
+# $OUT gets tests.tgz and one <workflow>.tgz per workflow (bench/run_gpu_workflow.sh's layout).
+set -uo pipefail
+if [ "${1:-}" = "--pack" ]; then
+  build=$2
+  rm -rf .gpu
+  /work/shared/tools/gpu-bundle.sh .gpu "$build/aispflow" "$build/tests/test_hopper_kernels" "$build/tests/test_unaligned" \
+    "$build/tests/test_gemm_checks" "$build/tests/test_cutlass" "$build/tests/test_tensor_pipe" > /dev/null
+  cp "$build/libaispflow_cuda.so" "$build/aispflow-keeper" .gpu/bin/
+  cp -r "$build/plugins" .gpu/plugins
+  # The workflow names its plugin relative to itself: point it into the bundle.
+  sed 's|\.\./build/plugins/|plugins/|g' workflows/kernel_selector.yaml > .gpu/kernel_selector.yaml
+  mkdir -p .gpu-lead && tar czf .gpu-lead/issue22.tgz .gpu && du -sh .gpu-lead/issue22.tgz
+  exit 0
+fi
+out=${OUT:-/tmp/out}
+mkdir -p "$out" /tmp/tests
+export NCCL_NVLS_ENABLE=0
+for t in test_hopper_kernels test_unaligned test_gemm_checks test_cutlass test_tensor_pipe; do
+  timeout 180 .gpu/run "$t" > "/tmp/tests/$t.log" 2>&1
+  echo "exit $?" >> "/tmp/tests/$t.log"
+  tail -n 3 "/tmp/tests/$t.log"
+done
+tar czf "$out/tests.tgz" -C /tmp tests
+AISPFLOW_TIME_LIMIT=${CLUSTER_LIMIT:-200} bench/run_gpu_workflow.sh workflows/cluster_gemm.yaml cluster_gemm --backend cuda | tail -n 12
+AISPFLOW_TIME_LIMIT=${SELECT_LIMIT:-200} bench/run_gpu_workflow.sh .gpu/kernel_selector.yaml kernel_selector --backend cuda | tail -n 12
+AISPFLOW_TIME_LIMIT=${UNALIGNED_LIMIT:-60} bench/run_gpu_workflow.sh bench/unaligned.yaml unaligned --backend cuda | tail -n 6
+ls -la "$out"
