@@ -37,7 +37,7 @@ void report(const std::vector<PickEvidence>& evidence, const PickConstants& c) {
 }
 
 void print_constants(const PickConstants& c) {
-  for (const auto& r : pick_constant_refs()) std::printf("    k.%s = %.4g;   // %s\n", r.name, c.*r.member, r.meaning);
+  for (const auto& r : pick_constant_refs()) std::printf("    k.%s = %.7g;   // %s\n", r.name, c.*r.member, r.meaning);
 }
 
 }  // namespace

@@ -47,6 +47,8 @@ struct PickConstants {
   double item_overhead_ktiles = 0;  // fixed cost of a work item (pipeline fill, epilogue), in its k-tiles
   double partial_wave_floor = 1;    // a partial last wave costs floor + (1 - floor) x fill of a full one
   double splitk_cost_per_mb = 0;    // split-K: time per MB of fp32 partial traffic (written, read) + output
+  double stream_k_slowdown = 1;     // stream-K phase time per k-iteration vs a data-parallel one (its clusters run
+                                    // at different K offsets, so they share no operand k-slice in L2)
 };
 
 // A named handle on each constant, with the range the fit may move it in (gemm_pick_fit.cpp, the docs table).

@@ -24,15 +24,29 @@ PickConfig config(int bn, int cm, int cn, int bk = 64) {
   return c;
 }
 
-// Records whose pick is known to miss 3% with the committed constants, each with its measured gap: none today.
-// A record that misses and is not listed fails the test (re-fit with bench/tools/fit_pick_model --fit, or list
-// it here with its gap and say so in docs/kernels.md).
-const std::set<std::string> kKnownMisses = {};
+// Records whose pick is known to miss 3% with the committed constants, each with its measured gap (docs/kernels.md
+// lists them). A record that misses and is not listed fails the test (re-fit with bench/tools/fit_pick_model
+// --fit, or list it here with its gap and say so in docs/kernels.md).
+const std::string kIssue22 = std::string(AISPFLOW_SOURCE_DIR) + "/bench/results/h100/issue22/";
+const std::string kUnaligned = std::string(AISPFLOW_SOURCE_DIR) + "/bench/results/h100/unaligned/";
+const std::set<std::string> kKnownMisses = {
+    // Decode M = 64: the model picks a 1x2 cluster (A multicast), a lone CTA is 4.5-4.7% faster.
+    kIssue22 + "kernel_selector/run/nodes/select/artifact.json: decode_b64_qkv_proj bf16 nt none",   // 0.953
+    kIssue22 + "kernel_selector/run/nodes/select/artifact.json: decode_b64_attn_out bf16 nt none",   // 0.955
+    // 3000 x 5000 x 2000: a 2x2 cluster wins by 6-7% over the 2x1 the model picks (it prices 2x2 coupling from the
+    // square shapes, where 2x2 loses).
+    kIssue22 + "unaligned/run/nodes/aligned/artifact.json: m3000_n5000_k2008 bf16 nn none",   // 0.934
+    kIssue22 + "unaligned/run/nodes/bf16/artifact.json: m3000_n5000_k2001 bf16 nn none",      // 0.938
+    kIssue22 + "unaligned/run/nodes/bf16/artifact.json: m3000_n5000_k2001 bf16 nt none",      // 0.929
+    kUnaligned + "aligned.json: m3000_n5000_k2008 bf16 nn none",                              // 0.942
+    kUnaligned + "bf16.json: m3000_n5000_k2001 bf16 nn none",                                 // 0.942
+    kUnaligned + "bf16.json: m3000_n5000_k2001 bf16 nt none",                                 // 0.936
+};
 
 TEST(GemmPickModel, EveryCommittedAutotunePickWithin3PercentOfTheWinner) {
   const auto evidence = read_pick_evidence_dir(kEvidenceDir);
-  // 18 records of cluster_gemm/sweep.json and 3 of cluster_gemm/rerun-4770130/epilogue.json when fitted.
-  ASSERT_GE(evidence.size(), 21u) << "the committed autotune evidence was not found under " << kEvidenceDir;
+  // 88 records when last fitted (kernels/common/gemm_pick_model.cpp says which).
+  ASSERT_GE(evidence.size(), 88u) << "the committed autotune evidence was not found under " << kEvidenceDir;
   int within = 0;
   double worst = 1;
   for (const auto& e : evidence) {
@@ -75,7 +89,9 @@ TEST(GemmPickModel, FourMoreTilesThanAWaveCostFarMoreThanTheirWork) {
   const PickConfig c = config(256, 1, 1);
   const double full = predict_pick({128 * 12, 256 * 11, 4096, 1}, "bf16", c, h100_pick_constants()).time;   // 132
   const double over = predict_pick({128 * 8, 256 * 17, 4096, 1}, "bf16", c, h100_pick_constants()).time;    // 136
-  EXPECT_GT(over / full, 1.5);   // 3% more tiles, a second (almost empty) wave
+  // 3% more tiles, a second (almost empty) wave: the fit says such a wave costs 0.38 of a full one (its few tiles
+  // run with the whole L2 and HBM to themselves), so about 1.4x for 1.03x the work.
+  EXPECT_GT(over / full, 1.3);
 }
 
 TEST(GemmPickModel, ClustersAndTileSizesGoTheExpectedWay) {
