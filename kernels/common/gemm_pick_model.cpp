@@ -49,6 +49,8 @@ const std::vector<PickConstantRef>& pick_constant_refs() {
       {"partial_wave_floor", &PickConstants::partial_wave_floor, 0.0, 1.0,
        "cost of an almost empty last wave vs a full one"},
       {"splitk_cost_per_mb", &PickConstants::splitk_cost_per_mb, 0.0, 20.0, "time per MB of split-K traffic"},
+      {"halves_efficiency", &PickConstants::halves_efficiency, 0.5, 1.5,
+       "math rate of fp8 promoted by column halves vs whole k-tiles"},
       {"stream_k_slowdown", &PickConstants::stream_k_slowdown, 1.0, 3.0,
        "stream-K phase: time per k-iteration vs data-parallel"},
   };
@@ -155,6 +157,7 @@ PickPrediction predict_pick(const PickShape& s, const std::string& dtype, const 
   const double area = double(cfg.block_m) * cfg.block_n;
   double efficiency = tile_efficiency(cfg.block_n, c);
   if (cfg.schedule == "pingpong") efficiency *= c.pingpong_efficiency;
+  if (cfg.schedule == "halves") efficiency *= c.halves_efficiency;
   const double math = area / kUnitArea / efficiency * (1.0 + cluster_cost(cluster, fp8, c));
   const double ab_bytes = fp8 ? 1.0 : 2.0;
   // Rows a tile actually loads: TMA fetches nothing past the matrix's edge (M = 64 fills half a 128-row tile).
@@ -223,9 +226,9 @@ PickConfig pick_config_from_json(const nlohmann::json& j) {
   const auto split = j.value("split_k", nlohmann::json(0));
   c.split_k = split.is_number_integer() ? split.get<int>() : 0;   // "auto" = 0
   c.schedule = j.value("schedule", std::string("cooperative"));
-  if (c.schedule != "cooperative" && c.schedule != "pingpong")
+  if (c.schedule != "cooperative" && c.schedule != "pingpong" && c.schedule != "halves")
     throw std::invalid_argument("configuration " + c.name + ": schedule '" + c.schedule +
-                                "' (expected cooperative or pingpong)");
+                                "' (expected cooperative, pingpong or halves)");
   c.tiles_in_flight_per_cta = c.schedule == "pingpong" ? 2 : 1;
   c.stream_k = j.value("stream_k", false);
   return c;

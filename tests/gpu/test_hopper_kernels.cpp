@@ -298,10 +298,12 @@ TEST_F(OursGpu, AutotuneVerifiesEveryCandidateAndRecordsThem) {
   const std::string key = pick["round"] == "interleaved" ? "time_ms" : "screen_time_ms";
   ASSERT_TRUE(pick["round"] == "interleaved" || pick["round"] == "screen") << pick.dump();
   for (const auto& cand : r.extra["candidates"]) {
-    if (cand["config"]["name"] == picked)
+    if (cand["config"]["name"] == picked) {
       EXPECT_DOUBLE_EQ(pick["time_ms"].get<double>(), cand[key]["median"].get<double>());
-    if (cand["kernel"] == r.kernel)
+    }
+    if (cand["kernel"] == r.kernel) {
       EXPECT_DOUBLE_EQ(pick["winner_time_ms"].get<double>(), cand[key]["median"].get<double>());
+    }
   }
   EXPECT_DOUBLE_EQ(pick["ratio_to_winner"].get<double>(),
                    pick["winner_time_ms"].get<double>() / pick["time_ms"].get<double>());

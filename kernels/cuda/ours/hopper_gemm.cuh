@@ -168,7 +168,7 @@ __device__ __forceinline__ float apply_epilogue(float v, int col, const HopperPa
   return v;
 }
 
-template <bool Fp8, int BN, bool BMnMajor, bool PingPong>
+template <bool Fp8, int BN, bool BMnMajor, bool PingPong, bool HalvesPromotion>
 __global__ void __launch_bounds__(kThreads, 1)
     hopper_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                        const __grid_constant__ CUtensorMap map_c, const HopperParams p) {
@@ -355,19 +355,67 @@ __global__ void __launch_bounds__(kThreads, 1)
         // wait for the temporary is meant to be hidden by the other consumer warpgroup's wgmmas; on the H100 it
         // is not fully, and NOTES.md steps 7 and 12-15 record what was tried (two temporaries, strict turns, half
         // a k-tile of phase, promoting every 2 or 4 k-tiles): each was slower than this.
-        float part[kAcc];
-        for (int kt = k_begin; kt < k_end; ++kt, ++it) {
-          const int s = int(it % kStages);
-          mbar_wait(&full[s], (it / kStages) & 1);
-          wgmma_fence();
-          fence_registers(part);
-          issue(part, stage_a + s * kASlab + wg * 64 * kRowBytes, stage_b + s * kBSlab, false);
-          wgmma_commit();
-          wgmma_wait<0>();
-          fence_registers(part);
-          release(s);
+        if constexpr (HalvesPromotion) {
+          // Promotion by halves (NOTES.md step 16): each k-tile's wgmmas are issued as two groups over the tile's
+          // two column halves (n = BN/2), each into its own temporary, so the warpgroup always has one group in
+          // flight while it promotes the other: issue lo(t); wait for hi(t - 1); promote it; issue hi(t); wait
+          // for lo(t); promote it. Every accumulator is still promoted every 128 K (the same rounding), and the
+          // two temporaries together are the size of the one they replace.
+          constexpr int kHalfAcc = kAcc / 2;
+          float lo[kHalfAcc], hi[kHalfAcc];
+          auto issue_half = [&](float (&d)[kHalfAcc], const std::uint8_t* a, const std::uint8_t* b) {
 #pragma unroll
-          for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
+            for (int kk = 0; kk < kBlockK / Shape::kKStep; ++kk)
+              wgmma<true, BN / 2, 0>(d, smem_desc(a + kk * 32, 16, 1024), smem_desc(b + kk * 32, 16, 1024),
+                                     kk > 0 ? 1 : 0);
+          };
+          int previous_stage = -1;   // its hi group is still in flight
+          for (int kt = k_begin; kt < k_end; ++kt, ++it) {
+            const int s = int(it % kStages);
+            mbar_wait(&full[s], (it / kStages) & 1);
+            const std::uint8_t* a = stage_a + s * kASlab + wg * 64 * kRowBytes;
+            const std::uint8_t* b = stage_b + s * kBSlab;
+            wgmma_fence();
+            fence_registers(lo);
+            issue_half(lo, a, b);
+            wgmma_commit();
+            if (previous_stage >= 0) {
+              wgmma_wait<1>();   // hi of the previous k-tile
+              fence_registers(hi);
+              release(previous_stage);
+#pragma unroll
+              for (int i = 0; i < kHalfAcc; ++i) acc[0][kHalfAcc + i] += hi[i];
+            }
+            wgmma_fence();
+            fence_registers(hi);
+            issue_half(hi, a, b + (BN / 2) * kRowBytes);   // rows BN/2.. of B: a whole number of swizzle atoms
+            wgmma_commit();
+            wgmma_wait<1>();     // lo of this k-tile
+            fence_registers(lo);
+#pragma unroll
+            for (int i = 0; i < kHalfAcc; ++i) acc[0][i] += lo[i];
+            previous_stage = s;
+          }
+          wgmma_wait<0>();
+          fence_registers(hi);
+          if (previous_stage >= 0) release(previous_stage);
+#pragma unroll
+          for (int i = 0; i < kHalfAcc; ++i) acc[0][kHalfAcc + i] += hi[i];
+        } else {
+          float part[kAcc];
+          for (int kt = k_begin; kt < k_end; ++kt, ++it) {
+            const int s = int(it % kStages);
+            mbar_wait(&full[s], (it / kStages) & 1);
+            wgmma_fence();
+            fence_registers(part);
+            issue(part, stage_a + s * kASlab + wg * 64 * kRowBytes, stage_b + s * kBSlab, false);
+            wgmma_commit();
+            wgmma_wait<0>();
+            fence_registers(part);
+            release(s);
+#pragma unroll
+            for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
+          }
         }
       }
 
@@ -472,14 +520,14 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 // Host side of one instance: sets its shared-memory limit (outside any graph capture), launches it, and asks
 // how many clusters of a size can be co-resident (the persistent grid's size).
-template <bool Fp8, int BN, bool BMnMajor, bool PingPong>
+template <bool Fp8, int BN, bool BMnMajor, bool PingPong, bool HalvesPromotion = false>
 HopperInstance hopper_instance_of() {
   HopperInstance inst;
   inst.smem_bytes = HopperShape<Fp8, BN>::kSmemBytes;
   inst.stages = HopperShape<Fp8, BN>::kStages;
   inst.block_k = HopperShape<Fp8, BN>::kBlockK;
   inst.prepare = [] {
-    AISPFLOW_CUDA_CHECK(cudaFuncSetAttribute(hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong>,
+    AISPFLOW_CUDA_CHECK(cudaFuncSetAttribute(hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong, HalvesPromotion>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              HopperShape<Fp8, BN>::kSmemBytes));
   };
@@ -496,7 +544,7 @@ HopperInstance hopper_instance_of() {
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
     int clusters = 0;
-    AISPFLOW_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong>, &cfg));
+    AISPFLOW_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong, HalvesPromotion>, &cfg));
     return clusters;
   };
   inst.launch = [](const HopperLaunchArgs& args, cudaStream_t stream) {
@@ -513,7 +561,7 @@ HopperInstance hopper_instance_of() {
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
     AISPFLOW_CUDA_CHECK(
-        cudaLaunchKernelEx(&cfg, hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong>, *args.a, *args.b, *args.c, args.params));
+        cudaLaunchKernelEx(&cfg, hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong, HalvesPromotion>, *args.a, *args.b, *args.c, args.params));
   };
   return inst;
 }

@@ -25,10 +25,10 @@ namespace aispflow::kernels::cuda::ours {
 
 HopperInstance hopper_instance_bf16_kmajor(int block_n, bool ping_pong);
 HopperInstance hopper_instance_bf16_mnmajor(int block_n, bool ping_pong);
-HopperInstance hopper_instance_fp8(int block_n);
+HopperInstance hopper_instance_fp8(int block_n, bool halves_promotion);
 
-HopperInstance hopper_instance(bool fp8, int block_n, bool b_mn_major, bool ping_pong) {
-  HopperInstance inst = fp8          ? (ping_pong ? HopperInstance{} : hopper_instance_fp8(block_n))
+HopperInstance hopper_instance(bool fp8, int block_n, bool b_mn_major, bool ping_pong, bool halves_promotion) {
+  HopperInstance inst = fp8          ? (ping_pong ? HopperInstance{} : hopper_instance_fp8(block_n, halves_promotion))
                         : b_mn_major ? hopper_instance_bf16_mnmajor(block_n, ping_pong)
                                      : hopper_instance_bf16_kmajor(block_n, ping_pong);
   if (!inst.launch)
@@ -132,8 +132,9 @@ class HopperGemm final : public OurKernel {
                                      : "one tile per CTA",
                   splits_that_run(c.shape), config_.block_n, config_.fp8 ? 32 : 16, mn ? "MN" : "K",
                   config_.cluster_m * config_.cluster_n > 1 ? ", cluster multicast" : "",
-                  config_.ping_pong()                  ? "ping-pong: whole tiles in turn"
-                                                       : "cooperative: 64 rows each",
+                  config_.ping_pong()         ? "ping-pong: whole tiles in turn"
+                  : config_.halves_promotion() ? "cooperative, fp8 promoted by column halves"
+                                               : "cooperative: 64 rows each",
                   splits_that_run(c.shape) > 1 ? "fp32 partials + reduce kernel" : "bf16 via swizzled smem + TMA store");
     std::string out = text + row_padding(c.shape, config_.fp8 ? 1 : 2, !mn).describe();
     return config_.stream_k ? out + "; " + stream_k_text(c.shape) : out;
@@ -168,7 +169,8 @@ class HopperGemm final : public OurKernel {
     const auto& s = problem.shape();
     const bool mn = !problem.b_transposed();   // B stored K x N: MN-major
     if (mn && config_.fp8) throw std::invalid_argument("fp8 wgmma needs K-major B");
-    plan->instance = hopper_instance(config_.fp8, config_.block_n, mn, config_.ping_pong());
+    plan->instance =
+        hopper_instance(config_.fp8, config_.block_n, mn, config_.ping_pong(), config_.halves_promotion());
     plan->instance.prepare();
     const int bk = plan->instance.block_k;
     const int ab_bytes = config_.fp8 ? 1 : 2;
@@ -260,7 +262,8 @@ class HopperGemm final : public OurKernel {
     if (config_.ping_pong() || splits_that_run(s) > 1 || !d || d->compute_capability() != 90)
       return "stream-K when the last wave's idle time outweighs the fix-up";
     const int cluster = config_.cluster_m * config_.cluster_n;
-    const int clusters = hopper_instance(config_.fp8, config_.block_n, false, false).max_clusters(cluster);
+    const int clusters = hopper_instance(config_.fp8, config_.block_n, false, false, config_.halves_promotion())
+                             .max_clusters(cluster);
     const std::int64_t tiles = ceil_div(ceil_div(s.m, kBlockM), config_.cluster_m) *
                                ceil_div(ceil_div(s.n, config_.block_n), config_.cluster_n) * s.batch;
     const int shared =
@@ -270,7 +273,9 @@ class HopperGemm final : public OurKernel {
            std::to_string(clusters) + " clusters";
   }
 
-  int stages() const { return hopper_instance(config_.fp8, config_.block_n, false, config_.ping_pong()).stages; }
+  int stages() const {
+    return hopper_instance(config_.fp8, config_.block_n, false, config_.ping_pong(), config_.halves_promotion()).stages;
+  }
 
   // Split-K for skinny problems: when the output tiles cannot fill the GPU, split K so that about one wave of
   // CTAs runs, each split keeping at least 4 k-tiles (a shorter mainloop cannot hide its pipeline fill). The rule
@@ -337,6 +342,11 @@ std::vector<std::unique_ptr<OurKernel>> cluster_kernels() {
   // fp8 promotes each k-tile through a second accumulator set: block N 256 would not fit (hopper_instances_fp8.cu).
   for (int bn : {192, 128})
     for (auto [cm, cn] : clusters) out.push_back(make_hopper_kernel({"ours.cluster", true, bn, cm, cn, true, 8, 0}));
+  // fp8 promoting by column halves (one half's group in flight while the other is promoted).
+  for (int bn : {192, 128})
+    for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}})
+      for (bool sk : {false, true})
+        out.push_back(make_hopper_kernel({"ours.cluster", true, bn, cm, cn, true, 8, 0, "halves", sk}));
   // Stream-K for the last wave, on the clusters that win large shapes (2x1) and without a cluster.
   for (int bn : {256, 192, 128})
     for (auto [cm, cn] : {std::pair{2, 1}, std::pair{1, 1}})

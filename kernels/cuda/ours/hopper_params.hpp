@@ -55,6 +55,8 @@ struct HopperInstance {
 
 // The instances compiled into this build (hopper_instances_*.cu); nullptr-free, throws for an unknown one.
 // ping_pong: the consumers take whole tiles in turn (bf16, block N 128) instead of sharing each tile.
-HopperInstance hopper_instance(bool fp8, int block_n, bool b_mn_major, bool ping_pong = false);
+// halves_promotion: fp8 promoting each k-tile's two column halves in turn (hopper_gemm.cuh).
+HopperInstance hopper_instance(bool fp8, int block_n, bool b_mn_major, bool ping_pong = false,
+                               bool halves_promotion = false);
 
 }  // namespace aispflow::kernels::cuda::ours
