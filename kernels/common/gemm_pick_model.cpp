@@ -49,8 +49,10 @@ const std::vector<PickConstantRef>& pick_constant_refs() {
       {"partial_wave_floor", &PickConstants::partial_wave_floor, 0.0, 1.0,
        "cost of an almost empty last wave vs a full one"},
       {"splitk_cost_per_mb", &PickConstants::splitk_cost_per_mb, 0.0, 20.0, "time per MB of split-K traffic"},
-      {"halves_efficiency", &PickConstants::halves_efficiency, 0.5, 1.5,
-       "math rate of fp8 promoted by column halves vs whole k-tiles"},
+      {"promote2_efficiency", &PickConstants::promote2_efficiency, 0.5, 1.5,
+       "math rate of fp8 promoting every 2 k-tiles vs every k-tile"},
+      {"promote4_efficiency", &PickConstants::promote4_efficiency, 0.5, 1.5,
+       "math rate of fp8 promoting every 4 k-tiles vs every k-tile"},
       {"stream_k_slowdown", &PickConstants::stream_k_slowdown, 1.0, 3.0,
        "stream-K phase: time per k-iteration vs data-parallel"},
   };
@@ -157,7 +159,7 @@ PickPrediction predict_pick(const PickShape& s, const std::string& dtype, const 
   const double area = double(cfg.block_m) * cfg.block_n;
   double efficiency = tile_efficiency(cfg.block_n, c);
   if (cfg.schedule == "pingpong") efficiency *= c.pingpong_efficiency;
-  if (cfg.schedule == "halves") efficiency *= c.halves_efficiency;
+  if (cfg.promotion_interval > 1) efficiency *= cfg.promotion_interval >= 4 ? c.promote4_efficiency : c.promote2_efficiency;
   const double math = area / kUnitArea / efficiency * (1.0 + cluster_cost(cluster, fp8, c));
   const double ab_bytes = fp8 ? 1.0 : 2.0;
   // Rows a tile actually loads: TMA fetches nothing past the matrix's edge (M = 64 fills half a 128-row tile).
@@ -226,11 +228,12 @@ PickConfig pick_config_from_json(const nlohmann::json& j) {
   const auto split = j.value("split_k", nlohmann::json(0));
   c.split_k = split.is_number_integer() ? split.get<int>() : 0;   // "auto" = 0
   c.schedule = j.value("schedule", std::string("cooperative"));
-  if (c.schedule != "cooperative" && c.schedule != "pingpong" && c.schedule != "halves")
+  if (c.schedule != "cooperative" && c.schedule != "pingpong")
     throw std::invalid_argument("configuration " + c.name + ": schedule '" + c.schedule +
-                                "' (expected cooperative, pingpong or halves)");
+                                "' (expected cooperative or pingpong)");
   c.tiles_in_flight_per_cta = c.schedule == "pingpong" ? 2 : 1;
   c.stream_k = j.value("stream_k", false);
+  c.promotion_interval = j.value("promotion_interval", 1);
   return c;
 }
 

@@ -24,10 +24,11 @@ struct PickConfig {
   int block_n = 256;
   int block_k = 64;                     // elements of K per k-tile (128 bytes: 64 bf16, 128 fp8)
   int cluster_m = 1, cluster_n = 1;     // CTAs per cluster along M (they share B) and N (they share A)
-  std::string schedule = "cooperative";   // "cooperative" | "pingpong" | "halves" (fp8)
+  std::string schedule = "cooperative";   // "cooperative" | "pingpong"
   int tiles_in_flight_per_cta = 1;      // 1 cooperative; 2 ping-pong (each consumer warpgroup its own tile)
   int split_k = 0;                      // 0 = auto (auto_split_k)
   bool stream_k = false;                // the last wave's tiles shared out by k-iterations (stream_k_tiles)
+  int promotion_interval = 1;           // fp8: k-tiles between promotions into fp32
   int slots = 0;                        // co-resident clusters; 0 = sms / cluster size
 };
 
@@ -37,7 +38,8 @@ struct PickConstants {
   double tile_efficiency_192 = 1;   // math rate of a 128x192 tile relative to 128x256 (wider wgmma: more reuse)
   double tile_efficiency_128 = 1;   // ... of a 128x128 tile
   double pingpong_efficiency = 1;   // math rate of a ping-pong tile relative to a cooperative one of its size
-  double halves_efficiency = 1;     // math rate of fp8 promoted by column halves relative to whole k-tiles
+  double promote2_efficiency = 1;   // math rate of fp8 promoting every 2 k-tiles relative to every k-tile
+  double promote4_efficiency = 1;   // ... every 4 k-tiles
   double load_cost = 0;             // time of one 16 KB operand slab (128 rows x 128 B) issued per CTA per k-tile
   double dram_weight = 0;           // DRAM slabs per k-tile (the shape's compulsory bytes per FLOP) vs L2 slabs
   double overlap_sharpness = 8;     // p of the smooth max (math^p + load^p)^(1/p): how well loads hide

@@ -168,7 +168,7 @@ __device__ __forceinline__ float apply_epilogue(float v, int col, const HopperPa
   return v;
 }
 
-template <bool Fp8, int BN, bool BMnMajor, bool PingPong, bool HalvesPromotion>
+template <bool Fp8, int BN, bool BMnMajor, bool PingPong, int PromoteEvery>
 __global__ void __launch_bounds__(kThreads, 1)
     hopper_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                        const __grid_constant__ CUtensorMap map_c, const HopperParams p) {
@@ -355,52 +355,51 @@ __global__ void __launch_bounds__(kThreads, 1)
         // wait for the temporary is meant to be hidden by the other consumer warpgroup's wgmmas; on the H100 it
         // is not fully, and NOTES.md steps 7 and 12-15 record what was tried (two temporaries, strict turns, half
         // a k-tile of phase, promoting every 2 or 4 k-tiles): each was slower than this.
-        if constexpr (HalvesPromotion) {
-          // Promotion by halves (NOTES.md step 16): each k-tile's wgmmas are issued as two groups over the tile's
-          // two column halves (n = BN/2), each into its own temporary, so the warpgroup always has one group in
-          // flight while it promotes the other: issue lo(t); wait for hi(t - 1); promote it; issue hi(t); wait
-          // for lo(t); promote it. Every accumulator is still promoted every 128 K (the same rounding), and the
-          // two temporaries together are the size of the one they replace.
-          constexpr int kHalfAcc = kAcc / 2;
-          float lo[kHalfAcc], hi[kHalfAcc];
-          auto issue_half = [&](float (&d)[kHalfAcc], const std::uint8_t* a, const std::uint8_t* b) {
+        if constexpr (PromoteEvery > 1) {
+          // Promotion every PromoteEvery k-tiles (CUTLASS's "promotion interval" x 4): the k-tiles of one interval
+          // are issued back to back into the temporary, one group in flight while the next is issued, and the
+          // pipe drains once per interval instead of once per k-tile. The temporary then sums PromoteEvery x 128 K
+          // at the tensor cores' precision: more rounding, which the same verification bounds. The interval is
+          // unrolled at compile time on purpose: with a run-time interval (a wait<0> or wait<1> chosen by a
+          // branch) ptxas serializes every wgmma ("C7518 ... WG.DP in divergent path", NOTES.md step 16).
+          float part[kAcc];
+          int kt = k_begin;
+          for (; kt + PromoteEvery <= k_end; kt += PromoteEvery) {
 #pragma unroll
-            for (int kk = 0; kk < kBlockK / Shape::kKStep; ++kk)
-              wgmma<true, BN / 2, 0>(d, smem_desc(a + kk * 32, 16, 1024), smem_desc(b + kk * 32, 16, 1024),
-                                     kk > 0 ? 1 : 0);
-          };
-          int previous_stage = -1;   // its hi group is still in flight
-          for (int kt = k_begin; kt < k_end; ++kt, ++it) {
+            for (int j = 0; j < PromoteEvery; ++j) {
+              const std::uint32_t at = it + std::uint32_t(j);
+              const int s = int(at % kStages);
+              mbar_wait(&full[s], (at / kStages) & 1);
+              wgmma_fence();
+              fence_registers(part);
+              issue(part, stage_a + s * kASlab + wg * 64 * kRowBytes, stage_b + s * kBSlab, j > 0);
+              wgmma_commit();
+              if (j > 0 && j + 1 < PromoteEvery) {
+                wgmma_wait<1>();   // k-tile j - 1 has been read
+                release(int((at - 1) % kStages));
+              }
+            }
+            wgmma_wait<0>();
+            fence_registers(part);
+            if (PromoteEvery > 1) release(int((it + PromoteEvery - 2) % kStages));
+            release(int((it + PromoteEvery - 1) % kStages));
+            it += PromoteEvery;
+#pragma unroll
+            for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
+          }
+          for (; kt < k_end; ++kt, ++it) {   // the last k_tiles % PromoteEvery k-tiles, one at a time
             const int s = int(it % kStages);
             mbar_wait(&full[s], (it / kStages) & 1);
-            const std::uint8_t* a = stage_a + s * kASlab + wg * 64 * kRowBytes;
-            const std::uint8_t* b = stage_b + s * kBSlab;
             wgmma_fence();
-            fence_registers(lo);
-            issue_half(lo, a, b);
+            fence_registers(part);
+            issue(part, stage_a + s * kASlab + wg * 64 * kRowBytes, stage_b + s * kBSlab, false);
             wgmma_commit();
-            if (previous_stage >= 0) {
-              wgmma_wait<1>();   // hi of the previous k-tile
-              fence_registers(hi);
-              release(previous_stage);
+            wgmma_wait<0>();
+            fence_registers(part);
+            release(s);
 #pragma unroll
-              for (int i = 0; i < kHalfAcc; ++i) acc[0][kHalfAcc + i] += hi[i];
-            }
-            wgmma_fence();
-            fence_registers(hi);
-            issue_half(hi, a, b + (BN / 2) * kRowBytes);   // rows BN/2.. of B: a whole number of swizzle atoms
-            wgmma_commit();
-            wgmma_wait<1>();     // lo of this k-tile
-            fence_registers(lo);
-#pragma unroll
-            for (int i = 0; i < kHalfAcc; ++i) acc[0][i] += lo[i];
-            previous_stage = s;
+            for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
           }
-          wgmma_wait<0>();
-          fence_registers(hi);
-          if (previous_stage >= 0) release(previous_stage);
-#pragma unroll
-          for (int i = 0; i < kHalfAcc; ++i) acc[0][kHalfAcc + i] += hi[i];
         } else {
           float part[kAcc];
           for (int kt = k_begin; kt < k_end; ++kt, ++it) {
@@ -520,14 +519,14 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 // Host side of one instance: sets its shared-memory limit (outside any graph capture), launches it, and asks
 // how many clusters of a size can be co-resident (the persistent grid's size).
-template <bool Fp8, int BN, bool BMnMajor, bool PingPong, bool HalvesPromotion = false>
+template <bool Fp8, int BN, bool BMnMajor, bool PingPong, int PromoteEvery = 1>
 HopperInstance hopper_instance_of() {
   HopperInstance inst;
   inst.smem_bytes = HopperShape<Fp8, BN>::kSmemBytes;
   inst.stages = HopperShape<Fp8, BN>::kStages;
   inst.block_k = HopperShape<Fp8, BN>::kBlockK;
   inst.prepare = [] {
-    AISPFLOW_CUDA_CHECK(cudaFuncSetAttribute(hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong, HalvesPromotion>,
+    AISPFLOW_CUDA_CHECK(cudaFuncSetAttribute(hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong, PromoteEvery>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              HopperShape<Fp8, BN>::kSmemBytes));
   };
@@ -544,7 +543,7 @@ HopperInstance hopper_instance_of() {
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
     int clusters = 0;
-    AISPFLOW_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong, HalvesPromotion>, &cfg));
+    AISPFLOW_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong, PromoteEvery>, &cfg));
     return clusters;
   };
   inst.launch = [](const HopperLaunchArgs& args, cudaStream_t stream) {
@@ -561,7 +560,7 @@ HopperInstance hopper_instance_of() {
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
     AISPFLOW_CUDA_CHECK(
-        cudaLaunchKernelEx(&cfg, hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong, HalvesPromotion>, *args.a, *args.b, *args.c, args.params));
+        cudaLaunchKernelEx(&cfg, hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong, PromoteEvery>, *args.a, *args.b, *args.c, args.params));
   };
   return inst;
 }

@@ -25,10 +25,10 @@ namespace aispflow::kernels::cuda::ours {
 
 HopperInstance hopper_instance_bf16_kmajor(int block_n, bool ping_pong);
 HopperInstance hopper_instance_bf16_mnmajor(int block_n, bool ping_pong);
-HopperInstance hopper_instance_fp8(int block_n, bool halves_promotion);
+HopperInstance hopper_instance_fp8(int block_n, int promote_every);
 
-HopperInstance hopper_instance(bool fp8, int block_n, bool b_mn_major, bool ping_pong, bool halves_promotion) {
-  HopperInstance inst = fp8          ? (ping_pong ? HopperInstance{} : hopper_instance_fp8(block_n, halves_promotion))
+HopperInstance hopper_instance(bool fp8, int block_n, bool b_mn_major, bool ping_pong, int promote_every) {
+  HopperInstance inst = fp8          ? (ping_pong ? HopperInstance{} : hopper_instance_fp8(block_n, promote_every))
                         : b_mn_major ? hopper_instance_bf16_mnmajor(block_n, ping_pong)
                                      : hopper_instance_bf16_kmajor(block_n, ping_pong);
   if (!inst.launch)
@@ -133,10 +133,11 @@ class HopperGemm final : public OurKernel {
                   splits_that_run(c.shape), config_.block_n, config_.fp8 ? 32 : 16, mn ? "MN" : "K",
                   config_.cluster_m * config_.cluster_n > 1 ? ", cluster multicast" : "",
                   config_.ping_pong()         ? "ping-pong: whole tiles in turn"
-                  : config_.halves_promotion() ? "cooperative, fp8 promoted by column halves"
                                                : "cooperative: 64 rows each",
                   splits_that_run(c.shape) > 1 ? "fp32 partials + reduce kernel" : "bf16 via swizzled smem + TMA store");
     std::string out = text + row_padding(c.shape, config_.fp8 ? 1 : 2, !mn).describe();
+    if (config_.fp8)
+      out += "; fp8 partial sums promoted to fp32 every " + std::to_string(128 * config_.promotion_interval) + " K";
     return config_.stream_k ? out + "; " + stream_k_text(c.shape) : out;
   }
 
@@ -145,7 +146,8 @@ class HopperGemm final : public OurKernel {
             {"stages", stages()},         {"cluster", {config_.cluster_m, config_.cluster_n}},
             {"persistent", config_.persistent}, {"raster_group", config_.raster_group},
             {"split_k", config_.split_k == 0 ? nlohmann::json("auto") : nlohmann::json(config_.split_k)},
-            {"schedule", config_.schedule},   {"stream_k", config_.stream_k}};
+            {"schedule", config_.schedule},   {"stream_k", config_.stream_k},
+            {"promotion_interval", config_.promotion_interval}};
   }
 
   std::optional<std::string> unsupported(const GemmCase& c) const override {
@@ -170,7 +172,7 @@ class HopperGemm final : public OurKernel {
     const bool mn = !problem.b_transposed();   // B stored K x N: MN-major
     if (mn && config_.fp8) throw std::invalid_argument("fp8 wgmma needs K-major B");
     plan->instance =
-        hopper_instance(config_.fp8, config_.block_n, mn, config_.ping_pong(), config_.halves_promotion());
+        hopper_instance(config_.fp8, config_.block_n, mn, config_.ping_pong(), config_.promotion_interval);
     plan->instance.prepare();
     const int bk = plan->instance.block_k;
     const int ab_bytes = config_.fp8 ? 1 : 2;
@@ -262,7 +264,7 @@ class HopperGemm final : public OurKernel {
     if (config_.ping_pong() || splits_that_run(s) > 1 || !d || d->compute_capability() != 90)
       return "stream-K when the last wave's idle time outweighs the fix-up";
     const int cluster = config_.cluster_m * config_.cluster_n;
-    const int clusters = hopper_instance(config_.fp8, config_.block_n, false, false, config_.halves_promotion())
+    const int clusters = hopper_instance(config_.fp8, config_.block_n, false, false, config_.promotion_interval)
                              .max_clusters(cluster);
     const std::int64_t tiles = ceil_div(ceil_div(s.m, kBlockM), config_.cluster_m) *
                                ceil_div(ceil_div(s.n, config_.block_n), config_.cluster_n) * s.batch;
@@ -274,7 +276,7 @@ class HopperGemm final : public OurKernel {
   }
 
   int stages() const {
-    return hopper_instance(config_.fp8, config_.block_n, false, config_.ping_pong(), config_.halves_promotion()).stages;
+    return hopper_instance(config_.fp8, config_.block_n, false, config_.ping_pong(), config_.promotion_interval).stages;
   }
 
   // Split-K for skinny problems: when the output tiles cannot fill the GPU, split K so that about one wave of
@@ -305,7 +307,8 @@ class HopperGemm final : public OurKernel {
 std::string HopperConfig::name() const {
   return "128x" + std::to_string(block_n) + "x" + std::to_string(fp8 ? 128 : 64) + "_c" + std::to_string(cluster_m) +
          "x" + std::to_string(cluster_n) + (persistent ? "_persistent" : "") +
-         (split_k > 0 ? "_splitk" + std::to_string(split_k) : "") + (schedule == "cooperative" ? "" : "_" + schedule) + (stream_k ? "_sk" : "");
+         (split_k > 0 ? "_splitk" + std::to_string(split_k) : "") + (schedule == "cooperative" ? "" : "_" + schedule) + (stream_k ? "_sk" : "") +
+         (promotion_interval > 1 ? "_promote" + std::to_string(promotion_interval) : "");
 }
 
 namespace {
@@ -342,11 +345,14 @@ std::vector<std::unique_ptr<OurKernel>> cluster_kernels() {
   // fp8 promotes each k-tile through a second accumulator set: block N 256 would not fit (hopper_instances_fp8.cu).
   for (int bn : {192, 128})
     for (auto [cm, cn] : clusters) out.push_back(make_hopper_kernel({"ours.cluster", true, bn, cm, cn, true, 8, 0}));
-  // fp8 promoting by column halves (one half's group in flight while the other is promoted).
-  for (int bn : {192, 128})
-    for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}})
-      for (bool sk : {false, true})
-        out.push_back(make_hopper_kernel({"ours.cluster", true, bn, cm, cn, true, 8, 0, "halves", sk}));
+  // fp8 promoting every 4 k-tiles (512 K), with and without stream-K (every 2 was slower than every 4 on each
+  // shape measured, NOTES.md step 16).
+  for (int interval : {4})
+    for (int bn : {192, 128})
+      for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}})
+        for (bool sk : {false, true})
+          out.push_back(
+              make_hopper_kernel({"ours.cluster", true, bn, cm, cn, true, 8, 0, "cooperative", sk, interval}));
   // Stream-K for the last wave, on the clusters that win large shapes (2x1) and without a cluster.
   for (int bn : {256, 192, 128})
     for (auto [cm, cn] : {std::pair{2, 1}, std::pair{1, 1}})

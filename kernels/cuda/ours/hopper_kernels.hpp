@@ -21,15 +21,17 @@ struct HopperConfig {
   int split_k = 1;           // K splits; 0 = chosen per shape (skinny shapes split until a wave is full)
   // "cooperative": both consumer warpgroups share each 128 x block_n tile (64 rows each). "pingpong": each
   // takes whole tiles in turn, one's epilogue under the other's mainloop (bf16, block_n 128).
-  // "halves" (fp8): cooperative, each k-tile issued as two column-half groups so that one is in flight while
-  // the other is promoted.
+  // (fp8 is cooperative only: NOTES.md steps 12-16.)
   std::string schedule = "cooperative";
   // Stream-K for the last wave (cooperative schedules): when the tiles leave the last wave partly empty, the
   // last tiles' k-iterations are shared out evenly among all clusters, partial tiles fixed up in the kernel.
   bool stream_k = false;
+  // fp8: promote the tensor cores' partial sums into fp32 every this many k-tiles (128 K each): 1 (the most
+  // exact) or 4 (the pipe drains a quarter as often; more rounding, still verified against the fp8 tolerance).
+  int promotion_interval = 1;
   bool ping_pong() const { return schedule == "pingpong"; }
-  bool halves_promotion() const { return schedule == "halves"; }
-  // "128x256x64_c2x1_persistent" (+ "_pingpong" / "_halves", "_sk"): how options and tables name it.
+
+  // "128x256x64_c2x1_persistent" (+ "_pingpong", "_sk", "_promote4"): how options and tables name it.
   std::string name() const;
 };
 

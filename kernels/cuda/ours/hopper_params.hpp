@@ -55,8 +55,7 @@ struct HopperInstance {
 
 // The instances compiled into this build (hopper_instances_*.cu); nullptr-free, throws for an unknown one.
 // ping_pong: the consumers take whole tiles in turn (bf16, block N 128) instead of sharing each tile.
-// halves_promotion: fp8 promoting each k-tile's two column halves in turn (hopper_gemm.cuh).
-HopperInstance hopper_instance(bool fp8, int block_n, bool b_mn_major, bool ping_pong = false,
-                               bool halves_promotion = false);
+// promote_every: fp8 promoting its partial sums into fp32 every this many k-tiles (1 or 4; hopper_gemm.cuh).
+HopperInstance hopper_instance(bool fp8, int block_n, bool b_mn_major, bool ping_pong = false, int promote_every = 1);
 
 }  // namespace aispflow::kernels::cuda::ours
