@@ -38,8 +38,7 @@ struct PickConstants {
   double tile_efficiency_192 = 1;   // math rate of a 128x192 tile relative to 128x256 (wider wgmma: more reuse)
   double tile_efficiency_128 = 1;   // ... of a 128x128 tile
   double pingpong_efficiency = 1;   // math rate of a ping-pong tile relative to a cooperative one of its size
-  double promote2_efficiency = 1;   // math rate of fp8 promoting every 2 k-tiles relative to every k-tile
-  double promote4_efficiency = 1;   // ... every 4 k-tiles
+  double promote4_efficiency = 1;   // math rate of fp8 promoting every 4 k-tiles relative to every k-tile
   double load_cost = 0;             // time of one 16 KB operand slab (128 rows x 128 B) issued per CTA per k-tile
   double dram_weight = 0;           // DRAM slabs per k-tile (the shape's compulsory bytes per FLOP) vs L2 slabs
   double overlap_sharpness = 8;     // p of the smooth max (math^p + load^p)^(1/p): how well loads hide
