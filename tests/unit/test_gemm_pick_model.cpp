@@ -124,6 +124,31 @@ TEST(GemmPickModel, SplitKFollowsTheKernelsAutoRule) {
   EXPECT_EQ(p.work_items, 4 * 32);
 }
 
+// Stream-K's rule (shared by the kernel and the model): on when the last wave leaves more idle time than twice
+// the fix-up's price, off when the last wave is nearly full or the ranges would be too short; measured cases.
+TEST(GemmPickModel, StreamKEngagesOnlyWhereTheIdleWaveOutweighsTheFixUp) {
+  // bf16 4096^3, 128x256 tiles in 2x1 clusters: 256 items on 66 clusters, the last wave 88 % full: the gain
+  // (7.7 k-tile-times) is under twice the price (5.3): off (on the H100 sharing was 8 % slower).
+  EXPECT_NEAR(stream_k_price_ktiles(128, 256), 2.0 * 128 * 256 * 4 / (384.0 * 128), 1e-12);
+  EXPECT_EQ(stream_k_tiles(256, 66, 64, 128, 256), 0);
+  // fp8 4096^3, 128x192 tiles without a cluster: 704 items on 132, the last wave 33 % full: the last 44 + 132
+  // items are shared (measured 5.6 % faster).
+  EXPECT_EQ(stream_k_tiles(704, 132, 32, 128, 192), 44 + 132);
+  EXPECT_EQ(stream_k_tiles(660, 132, 32, 128, 192), 0);   // whole waves
+  EXPECT_EQ(stream_k_tiles(100, 132, 32, 128, 192), 0);   // under one wave: split-K's domain
+  EXPECT_EQ(stream_k_tiles(133, 132, 4, 128, 192), 0);    // ranges of 4 k-tiles: too short to fill the pipeline
+  // The model prices it: a stream-K configuration wins where its rule engages and ties (the plain one first)
+  // where it does not.
+  PickConfig plain = config(192, 1, 1, 128), shared = plain;
+  shared.stream_k = true;
+  shared.name += "_sk";
+  const auto& c = h100_pick_constants();
+  EXPECT_EQ(pick_argmin({4096, 4096, 4096, 1}, "fp8_e4m3", {plain, shared}, c), 1u);
+  EXPECT_EQ(pick_argmin({4096, 3840, 4096, 1}, "fp8_e4m3", {plain, shared}, c), 0u);   // 32 x 20 = 640: 4.85 waves
+  EXPECT_DOUBLE_EQ(predict_pick({4096, 3840, 4096, 1}, "fp8_e4m3", plain, c).time,
+                   predict_pick({4096, 3840, 4096, 1}, "fp8_e4m3", shared, c).time);
+}
+
 TEST(GemmPickModel, ConfigFromTheProvidersJson) {
   const auto j = nlohmann::json::parse(R"({"name": "128x128x64_pingpong", "tile": [128, 128, 64], "stages": 6,
       "cluster": [2, 1], "persistent": true, "raster_group": 8, "split_k": "auto", "schedule": "pingpong"})");
@@ -137,6 +162,12 @@ TEST(GemmPickModel, ConfigFromTheProvidersJson) {
   cooperative["split_k"] = 3;
   EXPECT_EQ(pick_config_from_json(cooperative).tiles_in_flight_per_cta, 1);
   EXPECT_EQ(pick_config_from_json(cooperative).split_k, 3);
+  EXPECT_FALSE(pick_config_from_json(cooperative).stream_k);
+  EXPECT_EQ(pick_config_from_json(cooperative).promotion_interval, 1);
+  cooperative["stream_k"] = true;
+  cooperative["promotion_interval"] = 4;
+  EXPECT_TRUE(pick_config_from_json(cooperative).stream_k);
+  EXPECT_EQ(pick_config_from_json(cooperative).promotion_interval, 4);
   auto no_tile = j;
   no_tile.erase("tile");
   try {
