@@ -20,19 +20,12 @@ TEST(HopperKernels, NotBuilt) { GTEST_SKIP() << "no CUDA device: this aispflow w
 #include "kernels/cuda/ours/hopper_kernels.hpp"
 #include "kernels/cuda/ours/ours_provider.hpp"
 #include "kernels/cuda/ours/simple_kernels.hpp"
+#include "support/gpu_test.hpp"
 
 namespace aispflow::kernels::cuda {
 namespace {
 
-GemmShape shape_of(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch = 1) {
-  GemmShape s;
-  s.m = m;
-  s.n = n;
-  s.k = k;
-  s.batch = batch;
-  s.name = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + "x" + std::to_string(batch);
-  return s;
-}
+using aispflow::test::shape_of;
 
 std::vector<std::unique_ptr<OurKernel>> all_configurations() {
   auto list = ours::wgmma_kernels();
@@ -226,28 +219,8 @@ TEST_F(HopperGpu, TheCheckCatchesAWrongBiasAndAnUnwrittenOutput) {
 
 // ---- every ours.* provider, end to end through the provider interface ----------------------------------------
 
-TimingPolicy quick() {
-  TimingPolicy p;
-  p.warmup = 1;
-  p.min_samples = 3;
-  p.max_samples = 5;
-  p.budget_s = 0.1;
-  p.flush_cache = false;
-  return p;
-}
-
-class OursGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const auto& sys = system_info();
-    if (sys.devices.empty()) GTEST_SKIP() << "no CUDA device: " << sys.why_no_device;
-    context_ = std::make_unique<GpuContext>(0);
-  }
-  std::function<GpuContext&()> context_fn() {
-    return [this]() -> GpuContext& { return *context_; };
-  }
-  std::unique_ptr<GpuContext> context_;
-};
+// The shared GPU fixture (tests/support/gpu_test.hpp): a context on GPU 0 and a short timing policy.
+using OursGpu = aispflow::test::GpuTest;
 
 // The issue's odd shapes through every provider: ok and verified, or skipped with a reason; never failed.
 TEST_F(OursGpu, EveryProviderIsRightOrSaysWhyNot) {

@@ -18,6 +18,7 @@ TEST(Unaligned, NotBuilt) { GTEST_SKIP() << "no CUDA device: this aispflow was b
 #include "kernels/cuda/ours/hopper_kernels.hpp"
 #include "kernels/cuda/ours/ours_provider.hpp"
 #include "kernels/cuda/ours/padded_operands.hpp"
+#include "support/gpu_test.hpp"
 
 namespace aispflow::kernels::cuda {
 namespace {
@@ -25,15 +26,7 @@ namespace {
 using ours::PadSabotage;
 using ours::row_padding;
 
-GemmShape shape_of(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch = 1) {
-  GemmShape s;
-  s.m = m;
-  s.n = n;
-  s.k = k;
-  s.batch = batch;
-  s.name = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + "x" + std::to_string(batch);
-  return s;
-}
+using aispflow::test::shape_of;
 
 // ---- no GPU needed ---------------------------------------------------------------------------------------
 
@@ -74,33 +67,23 @@ TEST(RowPadding, TheKernelNamesThePaddingAndThatItIsTimed) {
 
 // ---- on a Hopper GPU -------------------------------------------------------------------------------------
 
-// Short timing; the L2 flush on, so that small problems get several operand copies and the last copy (each copy
-// with its own operands and reference) shows that every launch pads its own copy.
-TimingPolicy quick() {
-  TimingPolicy p;
-  p.warmup = 1;
-  p.min_samples = 3;
-  p.max_samples = 5;
-  p.budget_s = 0.1;
-  p.flush_cache = true;
-  return p;
-}
-
-class UnalignedGpu : public ::testing::Test {
+// The shared GPU fixture (tests/support/gpu_test.hpp: its short timing flushes L2, so that small problems get
+// several operand copies and the last copy, each with its own operands and reference, shows that every launch
+// pads its own copy), on Hopper only.
+class UnalignedGpu : public aispflow::test::GpuTest {
  protected:
   void SetUp() override {
+    aispflow::test::GpuTest::SetUp();
+    if (IsSkipped()) return;
     const auto& sys = system_info();
-    if (sys.devices.empty()) GTEST_SKIP() << "no CUDA device: " << sys.why_no_device;
     if (sys.devices.front().compute_capability() != 90)
       GTEST_SKIP() << "ours.wgmma / ours.cluster need sm_90a; found " << sys.devices.front().name;
-    context_ = std::make_unique<GpuContext>(0);
   }
   GemmRecord run(const std::string& provider_name, GemmCase c) {
-    auto provider = make_ours_provider(provider_name, [this]() -> GpuContext& { return *context_; });
+    auto provider = make_ours_provider(provider_name, context_fn());
     if (auto why = provider->unsupported(c)) ADD_FAILURE() << provider_name << " declined " << c.shape.name << ": " << *why;
     return provider->run(c, quick()).front();
   }
-  std::unique_ptr<GpuContext> context_;
 };
 
 void expect_verified_and_padded(const GemmRecord& r) {

@@ -3,15 +3,28 @@
 // reason where no CUDA device is usable, and gives each test a context on GPU 0.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 
+#include "kernels/common/gemm.hpp"
 #include "kernels/common/timing.hpp"
 #include "kernels/cuda/context.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
 
 namespace aispflow::test {
+
+// A GEMM shape named "MxNxKxbatch".
+inline kernels::GemmShape shape_of(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch = 1) {
+  kernels::GemmShape s;
+  s.m = m;
+  s.n = n;
+  s.k = k;
+  s.batch = batch;
+  s.name = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + "x" + std::to_string(batch);
+  return s;
+}
 
 class GpuTest : public ::testing::Test {
  protected:

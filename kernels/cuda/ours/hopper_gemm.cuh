@@ -352,18 +352,18 @@ __global__ void __launch_bounds__(kThreads, 1)
         // fp8: Hopper's fp8 wgmma accumulates with fewer mantissa bits than fp32 (about 1.5% error at K = 4096 on
         // random data, far outside the fp8 tolerance). Each k-tile (K = 128) is therefore accumulated in a
         // temporary and promoted into the fp32 accumulators (what DeepGEMM and CUTLASS's fp8 "promotion" do). The
-        // wait for the temporary is meant to be hidden by the other consumer warpgroup's wgmmas; on the H100 it
-        // is not fully, and NOTES.md steps 7 and 12-15 record what was tried (two temporaries, strict turns, half
-        // a k-tile of phase, promoting every 2 or 4 k-tiles): each was slower than this.
+        // wait drains the pipe once per k-tile; the other consumer warpgroup's wgmmas do not cover it (NOTES.md
+        // steps 7 and 12-16: what was tried, and why most of it lost to ptxas serializing the wgmmas).
+        float part[kAcc];
+        int kt = k_begin;
         if constexpr (PromoteEvery > 1) {
           // Promotion every PromoteEvery k-tiles (CUTLASS's "promotion interval" x 4): the k-tiles of one interval
           // are issued back to back into the temporary, one group in flight while the next is issued, and the
           // pipe drains once per interval instead of once per k-tile. The temporary then sums PromoteEvery x 128 K
           // at the tensor cores' precision: more rounding, which the same verification bounds. The interval is
           // unrolled at compile time on purpose: with a run-time interval (a wait<0> or wait<1> chosen by a
-          // branch) ptxas serializes every wgmma ("C7518 ... WG.DP in divergent path", NOTES.md step 16).
-          float part[kAcc];
-          int kt = k_begin;
+          // branch) ptxas serializes every wgmma ("C7518 ... WG.DP in divergent path", NOTES.md step 16;
+          // tests/build/check_ptxas.cmake keeps such a kernel out of the build).
           for (; kt + PromoteEvery <= k_end; kt += PromoteEvery) {
 #pragma unroll
             for (int j = 0; j < PromoteEvery; ++j) {
@@ -381,40 +381,26 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
             wgmma_wait<0>();
             fence_registers(part);
-            if (PromoteEvery > 1) release(int((it + PromoteEvery - 2) % kStages));
+            release(int((it + PromoteEvery - 2) % kStages));
             release(int((it + PromoteEvery - 1) % kStages));
             it += PromoteEvery;
 #pragma unroll
             for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
           }
-          for (; kt < k_end; ++kt, ++it) {   // the last k_tiles % PromoteEvery k-tiles, one at a time
-            const int s = int(it % kStages);
-            mbar_wait(&full[s], (it / kStages) & 1);
-            wgmma_fence();
-            fence_registers(part);
-            issue(part, stage_a + s * kASlab + wg * 64 * kRowBytes, stage_b + s * kBSlab, false);
-            wgmma_commit();
-            wgmma_wait<0>();
-            fence_registers(part);
-            release(s);
+        }
+        // One k-tile at a time (with an interval: the last k_tiles % PromoteEvery of them).
+        for (; kt < k_end; ++kt, ++it) {
+          const int s = int(it % kStages);
+          mbar_wait(&full[s], (it / kStages) & 1);
+          wgmma_fence();
+          fence_registers(part);
+          issue(part, stage_a + s * kASlab + wg * 64 * kRowBytes, stage_b + s * kBSlab, false);
+          wgmma_commit();
+          wgmma_wait<0>();
+          fence_registers(part);
+          release(s);
 #pragma unroll
-            for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
-          }
-        } else {
-          float part[kAcc];
-          for (int kt = k_begin; kt < k_end; ++kt, ++it) {
-            const int s = int(it % kStages);
-            mbar_wait(&full[s], (it / kStages) & 1);
-            wgmma_fence();
-            fence_registers(part);
-            issue(part, stage_a + s * kASlab + wg * 64 * kRowBytes, stage_b + s * kBSlab, false);
-            wgmma_commit();
-            wgmma_wait<0>();
-            fence_registers(part);
-            release(s);
-#pragma unroll
-            for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
-          }
+          for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
         }
       }
 
