@@ -108,7 +108,9 @@ TEST_F(CutlassGpu, SelectRecordsEveryCandidateAndTheWinnerFirst) {
         EXPECT_TRUE(c.contains("reason"));
         EXPECT_FALSE(c.contains("screen_time_ms")) << "a candidate that did not verify must never be timed";
       }
-      if (c.at("arch") == "sm_100a") EXPECT_EQ(c.at("reason"), "requires sm_100 (tcgen05)");
+      if (c.at("arch") == "sm_100a") {
+        EXPECT_EQ(c.at("reason"), "requires sm_100 (tcgen05)");
+      }
     }
     EXPECT_GE(timed, 1);
     EXPECT_EQ(r.kernel, cands[std::size_t(r.extra.at("search").at("winner").get<int>())].at("kernel"));
@@ -146,7 +148,9 @@ TEST_F(CutlassGpu, DecodeSwappedSplitKAndPromotionCandidatesVerify) {
       EXPECT_GT(swapped, 0) << "the decode rows are in the default build";
       EXPECT_GT(split_k, 0) << "tiles cover under half the SMs: the search must try split-K";
       EXPECT_GT(nondeterministic, 0) << "split-K with the unordered (atomic) reduction must be tried and verified";
-      if (std::string(dtype) == "fp8_e4m3") EXPECT_EQ(promotions, (std::set<int>{4, 8, 16}));
+      if (std::string(dtype) == "fp8_e4m3") {
+        EXPECT_EQ(promotions, (std::set<int>{4, 8, 16}));
+      }
       const auto& sched = r.extra.at("scheduler");
       const auto& winner = r.extra.at("candidates")[std::size_t(r.extra.at("search").at("winner").get<int>())];
       EXPECT_EQ(sched.value("splits", 1), winner.value("splits", 1)) << "the winner's split count is recorded";

@@ -265,7 +265,9 @@ TEST_F(GemmChecks, SweepWinnerTimeComesFromItsOwnConfirmationRound) {
   EXPECT_DOUBLE_EQ(r.time->median_ms, winner["confirmation_time_ms"]["median"].get<double>());
   EXPECT_TRUE(r.extra["timing"].contains("confirmation"));
   for (const auto& cand : r.extra["candidates"])
-    if (cand != winner) EXPECT_FALSE(cand.contains("confirmation_time_ms")) << cand.dump();
+    if (cand != winner) {
+      EXPECT_FALSE(cand.contains("confirmation_time_ms")) << cand.dump();
+    }
 }
 
 }  // namespace
