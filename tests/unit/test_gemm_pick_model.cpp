@@ -30,9 +30,6 @@ PickConfig config(int bn, int cm, int cn, int bk = 64) {
 const std::string kIssue22 = std::string(AISPFLOW_SOURCE_DIR) + "/bench/results/h100/issue22/";
 const std::string kUnaligned = std::string(AISPFLOW_SOURCE_DIR) + "/bench/results/h100/unaligned/";
 const std::set<std::string> kKnownMisses = {
-    // Decode M = 64: the model picks a 1x2 cluster (A multicast), a lone CTA is 4.2-4.7% faster.
-    kIssue22 + "first-006f8d4/kernel_selector/run/nodes/select/artifact.json: decode_b64_qkv_proj bf16 nt none",  // 0.953
-    kIssue22 + "kernel_selector/run/nodes/select/artifact.json: decode_b64_qkv_proj bf16 nt none",                // 0.958
     // 3000 x 5000 x 2000: a 2x2 cluster wins by 6-7% over the 2x1 the model picks (it prices 2x2 coupling from the
     // square shapes, where 2x2 loses).
     kIssue22 + "first-006f8d4/unaligned/run/nodes/aligned/artifact.json: m3000_n5000_k2008 bf16 nn none",   // 0.934
@@ -41,10 +38,6 @@ const std::set<std::string> kKnownMisses = {
     kIssue22 + "unaligned/run/nodes/aligned/artifact.json: m3000_n5000_k2008 bf16 nn none",                 // 0.926
     kIssue22 + "unaligned/run/nodes/bf16/artifact.json: m3000_n5000_k2001 bf16 nn none",                    // 0.939
     kIssue22 + "unaligned/run/nodes/bf16/artifact.json: m3000_n5000_k2001 bf16 nt none",                    // 0.927
-    // The batched MoE fp8 shape of the first cluster_gemm run (configurations before issue 22): the 2x1 cluster
-    // wins by 7% over the lone CTA the model picks (it sits within 1% of the tie in the model).
-    std::string(AISPFLOW_SOURCE_DIR) + "/bench/results/h100/cluster_gemm/sweep.json: prefill_t4096_moe_up_gate "
-                                       "fp8_e4m3 nn none",                                                   // 0.930
     kUnaligned + "aligned.json: m3000_n5000_k2008 bf16 nn none",                                            // 0.942
     kUnaligned + "bf16.json: m3000_n5000_k2001 bf16 nn none",                                               // 0.942
     kUnaligned + "bf16.json: m3000_n5000_k2001 bf16 nt none",                                               // 0.936
