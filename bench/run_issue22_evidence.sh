@@ -11,7 +11,7 @@ set -uo pipefail
 if [ "${1:-}" = "--pack" ]; then
   build=$2
   rm -rf .gpu
-  /work/shared/tools/gpu-bundle.sh .gpu "$build/aispflow" "$build/tests/test_hopper_kernels" "$build/tests/test_unaligned" \
+  ../shared/tools/gpu-bundle.sh .gpu "$build/aispflow" "$build/tests/test_hopper_kernels" "$build/tests/test_unaligned" \
     "$build/tests/test_gemm_checks" "$build/tests/test_cutlass" "$build/tests/test_tensor_pipe" > /dev/null
   cp "$build/libaispflow_cuda.so" "$build/aispflow-keeper" .gpu/bin/
   cp -r "$build/plugins" .gpu/plugins

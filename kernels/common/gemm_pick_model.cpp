@@ -179,15 +179,16 @@ PickPrediction predict_pick(const PickShape& s, const std::string& dtype, const 
   const double t_k = std::pow(std::pow(math, q) + std::pow(load, q), 1.0 / q);
 
   p.time = waves * (double(tif) * double(per_split) + c.item_overhead_ktiles) * t_k;
-  if (cfg.stream_k && p.splits == 1 && tif == 1 &&
-      stream_k_tiles(p.work_items, int(slots), int(k_tiles), cfg.block_m, cfg.block_n) > 0) {
+  const int shared = cfg.stream_k && p.splits == 1 && tif == 1
+                         ? stream_k_tiles(p.work_items, int(slots), int(k_tiles), cfg.block_m, cfg.block_n)
+                         : 0;
+  if (shared > 0) {
     // The last wave's idle part is shared out: the data-parallel waves, then the shared tiles' k-iterations
     // spread evenly (at the stream-K phase's own rate), plus the fix-up.
-    const double shared =
-        double(stream_k_tiles(p.work_items, int(slots), int(k_tiles), cfg.block_m, cfg.block_n));
     const double dp_waves = (double(p.work_items) - shared) / double(concurrent);
     p.time = (dp_waves * (double(k_tiles) + c.item_overhead_ktiles) +
-              shared / double(concurrent) * (double(k_tiles) * c.stream_k_slowdown + c.item_overhead_ktiles) +
+              double(shared) / double(concurrent) *
+                  (double(k_tiles) * c.stream_k_slowdown + c.item_overhead_ktiles) +
               stream_k_price_ktiles(cfg.block_m, cfg.block_n)) * t_k;
   }
   if (p.splits > 1) {

@@ -127,7 +127,10 @@ void record_failure(GemmRecord& rec, const SearchCandidate& candidate, std::stri
   rec.max_rel_err = candidate.max_rel_err;
 }
 
-void record_winner_measurement(GemmRecord& rec, const SearchCandidate& w) {
+void record_winner(GemmRecord& rec, const SearchCandidate& w) {
+  rec.kernel = w.kernel;
+  rec.verified = true;
+  rec.max_rel_err = w.max_rel_err;
   const Measurement& m = w.reported();
   rec.time = m.stats;
   rec.extra["timing"] = m.timing_json();
@@ -136,6 +139,15 @@ void record_winner_measurement(GemmRecord& rec, const SearchCandidate& w) {
                                           "the time reported is this round's";
   if (!m.warnings.empty()) rec.extra["warnings"] = m.warnings;
   if (!w.epilogue_check.is_null()) rec.extra["epilogue_check"] = w.epilogue_check;
+}
+
+void record_problem(GemmRecord& rec, const GemmProblem& problem, std::uint64_t seed) {
+  rec.tolerance = problem.tolerance();
+  rec.extra["seed"] = seed;
+  if (problem.copies() > 1)
+    rec.extra["operand_copies"] = {{"copies", problem.copies()}, {"bytes_each", problem.operand_bytes_per_copy()}};
+  if (problem.dtype().ab == Elem::e4m3)
+    rec.extra["scales"] = {{"a", problem.scale_a()}, {"b", problem.scale_b()}, {"output", "bf16, unscaled"}};
 }
 
 std::uint64_t random_seed() { return (std::uint64_t(std::random_device{}()) << 32) | std::random_device{}(); }

@@ -56,8 +56,12 @@ struct SearchCandidate {
 void record_failure(GemmRecord& rec, std::string reason);
 void record_failure(GemmRecord& rec, const SearchCandidate& candidate, std::string reason);
 
-// The winner's reported measurement into its record: time, timing, warnings, and the epilogue check.
-void record_winner_measurement(GemmRecord& rec, const SearchCandidate& winner);
+// The winner into its record: `kernel`, verified, its error, and its reported measurement (time, timing,
+// warnings, the epilogue check).
+void record_winner(GemmRecord& rec, const SearchCandidate& winner);
+// What every GPU GEMM record says about its problem: the tolerance, the seed of its random operands, its operand
+// copies (when more than one) and, for fp8, the per-tensor scales (docs/records.md).
+void record_problem(GemmRecord& rec, const GemmProblem& problem, std::uint64_t seed);
 
 struct SearchOptions {
   int finalists = 3;               // timed with the full policy, interleaved

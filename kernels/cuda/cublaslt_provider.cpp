@@ -136,23 +136,18 @@ std::vector<GemmRecord> CublasLtProvider::run(const GemmCase& gemm, const Timing
     const int copies = operand_copies_for(timing, shape, spec, ctx.device());
     // Random operands (+ bias) and the fp32 reference, epilogue included.
     GemmProblem problem(shape, spec, seed, stream, copies, GemmVariant::of(gemm));
-    rec.tolerance = problem.tolerance();
-    rec.extra["seed"] = seed;
+    record_problem(rec, problem, seed);
     rec.extra["verification"] =
         "every element vs the CUDA fp32-accumulating reference GEMM on the same inputs (kernels/cuda/gemm_data.cu); "
         "output poisoned with NaN before the run; first and last operand copy, each against its own reference; with "
         "an epilogue, the epilogue also on its own (epilogue_check)";
     if (problem.copies() > 1)
-      rec.extra["operand_copies"] = {{"copies", problem.copies()},
-                                     {"bytes_each", problem.operand_bytes_per_copy()},
-                                     {"why", "launches rotate over copies (each with its own random data; the first and the "
-                                             "last verified against their own reference) so that each reads A and B "
-                                             "from HBM, not from an L2 warmed by the previous launch"}};
+      rec.extra["operand_copies"]["why"] =
+          "launches rotate over copies (each with its own random data; the first and the last verified against their "
+          "own reference) so that each reads A and B from HBM, not from an L2 warmed by the previous launch";
     if (spec.b_transposed && gemm.layout == "nn")
       rec.extra["layout_note"] = "B stored transposed (row-major N x K) because cuBLASLt's fp8 kernels need the TN form; "
                             "the record's C = A[MxK] * B[KxN] is the same product";
-    if (spec.ab == Elem::e4m3)
-      rec.extra["scales"] = {{"a", problem.scale_a()}, {"b", problem.scale_b()}, {"output", "bf16, unscaled"}};
 
     auto candidates = lt_candidates(ctx, problem, sweep_ ? kSweepCandidates : 1);
     if (candidates.empty()) {
@@ -182,12 +177,9 @@ std::vector<GemmRecord> CublasLtProvider::run(const GemmCase& gemm, const Timing
       return {rec};
     }
     const SearchCandidate& w = candidates[*winner];
-    rec.kernel = w.kernel;
-    rec.verified = true;
-    rec.max_rel_err = w.max_rel_err;
+    record_winner(rec, w);
     rec.extra["algo"] = w.identity["algo"];
     rec.extra["heuristic_rank"] = w.identity["heuristic_rank"];
-    record_winner_measurement(rec, w);
     if (sweep_) {
       int verified = 0, finalists = 0;
       for (const auto& c : candidates) {

@@ -240,13 +240,10 @@ std::vector<GemmRecord> GroupedProvider::run(const GemmCase& c, const TimingPoli
                                                              Harness::kMaxGraphLaunches)
                            : 1;
     GemmProblem problem(padded, spec, seed, stream, copies, GemmVariant::of(c));
-    rec.tolerance = problem.tolerance();
-    rec.extra["seed"] = seed;
+    record_problem(rec, problem, seed);
     rec.extra["verification"] = "each expert's m_g rows vs the CUDA fp32-accumulating reference on the same inputs; "
                                 "output poisoned with NaN before the run; first and last operand copy, each against "
                                 "its own reference";
-    if (problem.copies() > 1)
-      rec.extra["operand_copies"] = {{"copies", problem.copies()}, {"bytes_each", problem.operand_bytes_per_copy()}};
     std::vector<GroupedLaunch> launches;
     for (int copy = 0; copy < problem.copies(); ++copy) launches.push_back(make_launch(problem, groups, ctx, copy));
     rec.kernel = launches.front().kernel;

@@ -167,16 +167,11 @@ std::vector<GemmRecord> PluginGemmProvider::run(const GemmCase& c, const TimingP
     GemmVariant variant = GemmVariant::of(c);
     variant.c_guard_bytes = kGuardBytes;
     GemmProblem problem(c.shape, spec, seed, ctx.stream(), copies, variant);
-    rec.tolerance = problem.tolerance();
-    rec.extra["seed"] = seed;
+    record_problem(rec, problem, seed);
     rec.extra["verification"] =
         "every element vs the CUDA fp32-accumulating reference GEMM on the same random inputs (kernels/cuda/"
         "gemm_data.cu), epilogue included; output poisoned with NaN before the run; first and last operand copy; "
         "guard bytes around every copy of C checked after verification and after timing";
-    if (problem.copies() > 1)
-      rec.extra["operand_copies"] = {{"copies", problem.copies()}, {"bytes_each", problem.operand_bytes_per_copy()}};
-    if (spec.ab == Elem::e4m3)
-      rec.extra["scales"] = {{"a", problem.scale_a()}, {"b", problem.scale_b()}, {"output", "bf16, unscaled"}};
 
     const aispflow_gemm_case_v1_t gemm =
         plugin_case(c, problem.dtype(), problem.b_transposed(), problem.scale_a(), problem.scale_b());
@@ -236,11 +231,8 @@ std::vector<GemmRecord> PluginGemmProvider::run(const GemmCase& c, const TimingP
       return {rec};
     }
     const SearchCandidate& w = candidates[*winner];
-    rec.kernel = w.kernel;
-    rec.verified = true;
-    rec.max_rel_err = w.max_rel_err;
+    record_winner(rec, w);
     rec.extra["config"] = w.kernel;
-    record_winner_measurement(rec, w);
   } catch (const std::exception& e) {
     record_failure(rec, e.what());
   }

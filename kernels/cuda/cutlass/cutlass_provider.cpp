@@ -73,10 +73,7 @@ void fill_record(GemmRecord& rec, std::vector<Listed>& listed, const std::vector
   }
   const SearchCandidate& w = searched[*winner];
   rec.status = "ok";
-  rec.kernel = w.kernel;
-  rec.verified = true;
-  rec.max_rel_err = w.max_rel_err;
-  record_winner_measurement(rec, w);
+  record_winner(rec, w);
   // The winner's run-time configuration, never silent: scheduler swizzle, the split count of stream-K
   // instances (and the decomposition it asked CUTLASS for), fp8's promotion interval.
   if (w.identity.contains("swizzle")) {
@@ -156,12 +153,9 @@ std::vector<GemmRecord> CutlassProvider::run(const GemmCase& gemm, const TimingP
     const int copies = operand_copies_for(timing, gemm.shape, spec, ctx.device());
     // GemmProblem stores fp8's B as N x K whatever the layout (as for cuBLASLt): cutlass_storage_layout().
     GemmProblem problem(gemm.shape, spec, seed, stream, copies, GemmVariant::of(gemm));
-    if (problem.copies() > 1)   // as every GPU GEMM provider records them (docs/records.md)
-      rec.extra["operand_copies"] = {{"copies", problem.copies()}, {"bytes_each", problem.operand_bytes_per_copy()}};
     const std::string storage = problem.b_transposed() ? "nt" : "nn";
     if (storage != cutlass_storage_layout(gemm)) throw std::logic_error("cutlass: B storage does not match the instances");
-    rec.tolerance = problem.tolerance();
-    rec.extra["seed"] = seed;
+    record_problem(rec, problem, seed);   // its fp8 `scales` are replaced below: CUTLASS applies them as alpha
     rec.extra["cutlass"] = cutlass_build_info()["version"];
     rec.extra["verification"] =
         "every element vs the CUDA fp32-accumulating reference GEMM on the same inputs (kernels/cuda/gemm_data.cu); "

@@ -156,19 +156,14 @@ std::vector<GemmRecord> OursProvider::run(const GemmCase& c, const TimingPolicy&
     const std::uint64_t seed = random_seed();
     const int copies = operand_copies_for(timing, c.shape, spec, ctx.device());
     GemmProblem problem(c.shape, spec, seed, ctx.stream(), copies, GemmVariant::of(c));
-    rec.tolerance = problem.tolerance();
-    rec.extra["seed"] = seed;
+    record_problem(rec, problem, seed);
     rec.extra["verification"] =
         "every element vs the CUDA fp32-accumulating reference GEMM on the same random inputs (kernels/cuda/"
         "gemm_data.cu), epilogue included; output poisoned with NaN before the run; first and last operand copy, each "
         "against its own reference; with an epilogue, the epilogue also on its own (epilogue_check)";
-    if (problem.copies() > 1)
-      rec.extra["operand_copies"] = {{"copies", problem.copies()}, {"bytes_each", problem.operand_bytes_per_copy()}};
     if (problem.b_transposed() && c.layout == "nn")
       rec.extra["layout_note"] = "fp8 wgmma reads only K-major operands: B stored N x K, as the cuBLASLt fp8 "
                                  "provider does; the record's C = A[MxK] * B[KxN] is the same product";
-    if (spec.ab == Elem::e4m3)
-      rec.extra["scales"] = {{"a", problem.scale_a()}, {"b", problem.scale_b()}, {"output", "bf16, unscaled"}};
 
     std::vector<SearchCandidate> candidates;
     for (const OurKernel* k : chosen(c))
@@ -196,11 +191,8 @@ std::vector<GemmRecord> OursProvider::run(const GemmCase& c, const TimingPolicy&
     }
     const SearchCandidate& w = candidates[*winner];
     rec.tolerance = problem.tolerance() + w.extra_tolerance;
-    rec.kernel = w.kernel;
-    rec.verified = true;
-    rec.max_rel_err = w.max_rel_err;
+    record_winner(rec, w);
     rec.extra["config"] = w.identity["config"];
-    record_winner_measurement(rec, w);
   } catch (const std::exception& e) {
     record_failure(rec, e.what());
   }
