@@ -146,10 +146,15 @@ PickConstants fit_pick_constants(const std::vector<PickEvidence>& evidence, cons
                                  const FitOptions& o, int sms) {
   const auto& refs = pick_constant_refs();
   std::mt19937 rng(o.seed);
-  PickConstants best = start;
-  double best_loss = pick_loss(evidence, start, o, sms);
+  // An unfitted constant (0, below its range: gemm_pick_model.cpp) starts mid-range, so that records which
+  // exercise it can move it; the end restores it where none does.
+  PickConstants from = start;
+  for (const auto& r : refs)
+    if (from.*r.member < r.lo) from.*r.member = (r.lo + r.hi) / 2;
+  PickConstants best = from;
+  double best_loss = pick_loss(evidence, from, o, sms);
   for (int restart = 0; restart <= o.restarts; ++restart) {
-    PickConstants c = start;
+    PickConstants c = from;
     if (restart > 0)
       for (const auto& r : refs) c.*r.member = std::uniform_real_distribution<double>(r.lo, r.hi)(rng);
     double loss = pick_loss(evidence, c, o, sms);
@@ -177,6 +182,16 @@ PickConstants fit_pick_constants(const std::vector<PickEvidence>& evidence, cons
       best_loss = loss;
       best = c;
     }
+  }
+  // A constant no record depends on (the loss is the same whatever it is: no candidate of the evidence uses it)
+  // keeps its start value instead of whatever a restart drew for it.
+  for (const auto& r : refs) {
+    PickConstants trial = best;
+    trial.*r.member = start.*r.member;
+    PickConstants moved = best;
+    moved.*r.member = r.lo + (r.hi - r.lo) * 0.37;
+    if (pick_loss(evidence, moved, o, sms) == best_loss && pick_loss(evidence, trial, o, sms) == best_loss)
+      best.*r.member = start.*r.member;
   }
   return best;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 namespace aispflow::kernels {
@@ -13,9 +14,10 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 constexpr double kSlabBytes = 128.0 * 128.0;    // one operand slab: 128 rows x 128 bytes of K
 constexpr double kUnitArea = 128.0 * 256.0;     // the time unit's tile: 128 x 256
 
-// Math rate of a tile of width block_n relative to 128x256 (1): the fitted 192 and 128, linear in between
-// and held beyond (the kernel has no other widths today).
-double tile_efficiency(int block_n, const PickConstants& c) {
+// Math rate of a tile relative to 128x256 (1): by width, the fitted 192 and 128, linear in between and held
+// beyond (the kernel has no other widths today); the 256-row tile has a constant of its own.
+double tile_efficiency(int block_m, int block_n, const PickConstants& c) {
+  if (block_m >= 256) return c.tile_efficiency_256x128;
   if (block_n >= 256) return 1.0;
   if (block_n >= 192) return c.tile_efficiency_192 + (1.0 - c.tile_efficiency_192) * (block_n - 192) / 64.0;
   if (block_n >= 128)
@@ -35,6 +37,7 @@ const std::vector<PickConstantRef>& pick_constant_refs() {
   static const std::vector<PickConstantRef> refs = {
       {"tile_efficiency_192", &PickConstants::tile_efficiency_192, 0.5, 1.2, "math rate of 128x192 vs 128x256"},
       {"tile_efficiency_128", &PickConstants::tile_efficiency_128, 0.5, 1.2, "math rate of 128x128 vs 128x256"},
+      {"tile_efficiency_256x128", &PickConstants::tile_efficiency_256x128, 0.5, 1.2, "math rate of 256x128 vs 128x256"},
       {"pingpong_efficiency", &PickConstants::pingpong_efficiency, 0.5, 1.5,
        "math rate of a ping-pong tile vs a cooperative one of its size"},
       {"load_cost", &PickConstants::load_cost, 0.05, 2.0, "time per 16 KB slab issued per CTA per k-tile"},
@@ -75,6 +78,9 @@ const PickConstants& h100_pick_constants() {
     PickConstants k;
     k.tile_efficiency_192 = 0.924197;
     k.tile_efficiency_128 = 0.798422;
+    // Unfitted (0): no committed record has run the 256x128 tile yet (NOTES.md step 17), so the model has nothing
+    // to price it by and never picks it; autotune tries it. A fit on records that ran it gives it a value.
+    k.tile_efficiency_256x128 = 0;
     k.pingpong_efficiency = 1.082147;
     k.load_cost = 0.171875;
     k.dram_weight = 0.2157185;
@@ -159,7 +165,12 @@ PickPrediction predict_pick(const PickShape& s, const std::string& dtype, const 
   p.waves = double(p.work_items) / double(concurrent);
 
   const double area = double(cfg.block_m) * cfg.block_n;
-  double efficiency = tile_efficiency(cfg.block_n, c);
+  double efficiency = tile_efficiency(cfg.block_m, cfg.block_n, c);
+  if (efficiency <= 0) {
+    // An unfitted constant (0): no evidence prices this tile, and a default pick must not rest on a guess.
+    p.time = std::numeric_limits<double>::infinity();
+    return p;
+  }
   if (cfg.schedule == "pingpong") efficiency *= c.pingpong_efficiency;
   if (cfg.promotion_interval > 1) efficiency *= c.promote4_efficiency;   // 4: the only longer interval built
   // A 1x2 pair shares A (the rows): its coupling is priced apart from a 2x1 pair's (decode, M = 64, is where

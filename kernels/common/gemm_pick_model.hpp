@@ -20,7 +20,7 @@ struct PickShape {
 // One configuration as the model sees it.
 struct PickConfig {
   std::string name;
-  int block_m = 128;                    // rows one work item (one consumer's tile) covers
+  int block_m = 128;                    // rows one work item covers (128, or 256 at block_n 128)
   int block_n = 256;
   int block_k = 64;                     // elements of K per k-tile (128 bytes: 64 bf16, 128 fp8)
   int cluster_m = 1, cluster_n = 1;     // CTAs per cluster along M (they share B) and N (they share A)
@@ -37,6 +37,7 @@ struct PickConfig {
 struct PickConstants {
   double tile_efficiency_192 = 1;   // math rate of a 128x192 tile relative to 128x256 (wider wgmma: more reuse)
   double tile_efficiency_128 = 1;   // ... of a 128x128 tile
+  double tile_efficiency_256x128 = 1;   // ... of a 256x128 tile (two m64n128 wgmmas per consumer and k-step)
   double pingpong_efficiency = 1;   // math rate of a ping-pong tile relative to a cooperative one of its size
   double promote4_efficiency = 1;   // math rate of fp8 promoting every 4 k-tiles relative to every k-tile
   double load_cost = 0;             // time of one 16 KB operand slab (128 rows x 128 B) issued per CTA per k-tile

@@ -17,13 +17,17 @@
 namespace aispflow::test {
 
 // Debian's `chromium` (or $AISPFLOW_CHROMIUM); "" when there is none.
+// Looked up once a process, so that a test which found it goes on with the same browser.
 inline std::string chromium_path() {
-  if (const char* env = std::getenv("AISPFLOW_CHROMIUM"); env && *env) return env;
-  for (const char* name : {"chromium", "chromium-browser"}) {
-    const CommandResult r = run_in(std::filesystem::temp_directory_path(), std::string("command -v ") + name);
-    if (r.code == 0 && !r.out.empty()) return r.out.substr(0, r.out.find('\n'));
-  }
-  return "";
+  static const std::string path = [] {
+    if (const char* env = std::getenv("AISPFLOW_CHROMIUM"); env && *env) return std::string(env);
+    for (const char* name : {"chromium", "chromium-browser"}) {
+      const CommandResult r = run_in(std::filesystem::temp_directory_path(), std::string("command -v ") + name);
+      if (r.code == 0 && !r.out.empty()) return r.out.substr(0, r.out.find('\n'));
+    }
+    return std::string();
+  }();
+  return path;
 }
 
 struct BrowserRun {

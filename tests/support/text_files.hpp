@@ -1,5 +1,6 @@
 #pragma once
 // Helpers the integration tests share: reading a whole file, quoting for /bin/sh, running a command.
+#include <stdlib.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -39,16 +40,26 @@ struct CommandResult {
   double seconds = 0;        // wall time of the whole command
 };
 
-// Runs `command` with /bin/sh in `dir`, capturing stdout and stderr through out.txt and err.txt there.
+// Runs `command` with /bin/sh in `dir`, capturing stdout and stderr through two files of a fresh temporary
+// folder: ctest runs test processes side by side, and two of them running in one folder (the temp folder, a
+// shared fixture) must never read each other's output.
 inline CommandResult run_in(const std::filesystem::path& dir, const std::string& command) {
-  const std::string line = "cd " + quote(dir.string()) + " && " + command + " > out.txt 2> err.txt";
+  std::string capture_template = (std::filesystem::temp_directory_path() / "aispflow-run-in-XXXXXX").string();
+  const char* capture = ::mkdtemp(capture_template.data());
+  if (capture == nullptr) return CommandResult{};
+  const std::filesystem::path out_file = std::filesystem::path(capture) / "out.txt";
+  const std::filesystem::path err_file = std::filesystem::path(capture) / "err.txt";
+  const std::string line = "cd " + quote(dir.string()) + " && " + command + " > " + quote(out_file.string()) + " 2> " +
+                           quote(err_file.string());
   const auto start = std::chrono::steady_clock::now();
   const int status = std::system(line.c_str());
   CommandResult r;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = read_file(dir / "out.txt");
-  r.err = read_file(dir / "err.txt");
+  r.out = read_file(out_file);
+  r.err = read_file(err_file);
+  std::error_code ec;
+  std::filesystem::remove_all(capture, ec);
   return r;
 }
 

@@ -174,6 +174,56 @@ TEST(GemmPickModel, ConfigFromTheProvidersJson) {
   EXPECT_THROW(pick_config_from_json(odd), std::invalid_argument);
 }
 
+// A tile no committed record has run (256x128: its efficiency constant is 0, unfitted) is never the default pick;
+// priced as a guess (the 128x256 tile's rate) it would be, on decode, where its 128-column tiles double the
+// work items that fill the wave: the guard is what keeps it out.
+TEST(GemmPickModel, AnUnfittedTileIsNeverTheDefaultPick) {
+  PickConfig tall = config(128, 1, 1);
+  tall.block_m = 256;
+  const std::vector<PickConfig> configs = {config(256, 1, 1), tall};
+  const auto& c = h100_pick_constants();
+  ASSERT_EQ(c.tile_efficiency_256x128, 0.0);
+  const std::vector<PickShape> shapes = {{4096, 4096, 4096}, {64, 8192, 8192}, {128, 4096, 4096}, {8192, 1024, 4096}};
+  for (const auto& s : shapes) EXPECT_EQ(pick_argmin(s, "bf16", configs, c), 0u) << s.m << "x" << s.n << "x" << s.k;
+  PickConstants guessed = c;
+  guessed.tile_efficiency_256x128 = 1.0;
+  int taken = 0;
+  for (const auto& s : shapes) taken += pick_argmin(s, "bf16", configs, guessed) == 1 ? 1 : 0;
+  EXPECT_GE(taken, 1) << "with a guessed rate the 256-row tile is never picked: this test no longer shows the guard";
+}
+
+// The fit gives a constant a value only where records exercise it: fitted on evidence without a 256-row candidate
+// it stays unfitted (a random restart's draw would otherwise stick); with one, the fit prices it.
+TEST(GemmPickModel, TheFitLeavesUnexercisedConstantsUnfitted) {
+  auto evidence_with = [](bool tall_candidate) {
+    PickEvidence e;
+    e.source = "synthetic";
+    e.shape = {4096, 4096, 4096};
+    e.dtype = "bf16";
+    PickConfig tall = config(128, 1, 1);
+    tall.block_m = 256;
+    const std::vector<std::pair<PickConfig, double>> measured = {
+        {config(256, 1, 1), 1.00}, {config(192, 1, 1), 1.06}, {config(128, 1, 1), 1.20}, {tall, 0.97}};
+    for (const auto& [cfg, ms] : measured) {
+      if (cfg.block_m == 256 && !tall_candidate) continue;
+      e.candidates.push_back({cfg, RoundTimes{ms, std::nullopt}, true});
+    }
+    e.winner = tall_candidate ? e.candidates.size() - 1 : 0;
+    return std::vector<PickEvidence>{e};
+  };
+  FitOptions quick;
+  quick.restarts = 2;
+  quick.sweeps = 20;
+  const PickConstants without = fit_pick_constants(evidence_with(false), h100_pick_constants(), quick);
+  EXPECT_EQ(without.tile_efficiency_256x128, 0.0);
+  const auto tall_won = evidence_with(true);
+  const PickConstants with = fit_pick_constants(tall_won, h100_pick_constants(), quick);
+  EXPECT_GT(with.tile_efficiency_256x128, 0.5);
+  const std::vector<PickConfig> pair = {tall_won[0].candidates[0].config, tall_won[0].candidates.back().config};
+  EXPECT_EQ(pick_argmin(tall_won[0].shape, "bf16", pair, with), 1u)
+      << "fitted on a record the 256-row tile won, the model picks it";
+}
+
 TEST(GemmPickModel, SameRoundPrefersTheInterleavedRounds) {
   const RoundTimes finalist{1.10, 1.00}, screened{0.90, std::nullopt}, winner{1.05, 0.95};
   const auto both = same_round(finalist, winner);

@@ -4,15 +4,16 @@
 //   C[b][M x N] = epilogue(scale * A[b][M x K] * B[b] + bias),  A row-major (K-major), B either K-major
 //   (layout nt: stored N x K) or MN-major (layout nn: stored K x N), C bf16 row-major.
 //
-// One CTA = 3 warpgroups (384 threads) computing a 128 x BN tile:
+// One CTA = 3 warpgroups (384 threads) computing a BM x BN tile (BM = 128, or 256 for bf16 at BN = 128):
 //   warpgroup 0, the producer: one thread issues TMA loads of A and B k-tiles (128 bytes of K per row, 128-byte
 //     swizzle) into a ring of STAGES shared-memory stages; `full[s]` (an mbarrier with a transaction count)
 //     completes when a stage's bytes have landed, `empty[s]` when every consumer that reads it is done;
-//   warpgroups 1 and 2, the consumers: each runs wgmma.mma_async on 64 rows x BN columns (fp32 accumulators in
-//     registers), one k-tile's group in flight while the next is issued, and releases a stage as soon as the
-//     group that read it has retired. The epilogue scales, adds the bias, applies GELU, converts to bf16, writes
+//   warpgroups 1 and 2, the consumers: each runs wgmma.mma_async on BM/2 rows x BN columns (one m64 wgmma per
+//     64-row slice; fp32 accumulators in registers), one k-tile's group in flight while the next is issued, and
+//     releases a stage as soon as the group that read it has retired. The epilogue scales, adds the bias, applies GELU, converts to bf16, writes
 //     64 x 64 chunks into 128-byte-swizzled shared memory (bank-conflict free) and TMA-stores them.
-// Register budget: setmaxnreg gives the producer 56 registers and each consumer thread 224 (BN/2 accumulators).
+// Register budget: setmaxnreg gives the producer 56 registers and each consumer thread 224 (BM x BN / 256
+// accumulators: 128 for 128x256 and 256x128, whose two m64n128 wgmmas per k-step are cuBLASLt's bf16 shape).
 //
 // Ping-pong schedule (PingPong = true, bf16, BN = 128): the consumers no longer split a tile; each computes whole
 // 128 x BN tiles (two m64 wgmmas per k-step, BN accumulators per thread), warpgroup 1 the CTA's even work items
@@ -50,11 +51,11 @@ namespace aispflow::kernels::cuda::ours {
 // Named barriers 1 and 2 are the consumers' epilogue barriers; 3 and 4 order the ping-pong mainloops.
 constexpr int kOrderBarrier = 3;
 
-template <bool Fp8, int BN>
+template <bool Fp8, int BM, int BN>
 struct HopperShape {
   static constexpr int kBlockK = Fp8 ? 128 : 64;                     // elements of K per stage (128 bytes)
   static constexpr int kKStep = Fp8 ? 32 : 16;                       // K per wgmma instruction
-  static constexpr int kStageBytes = (kBlockM + BN) * kRowBytes;
+  static constexpr int kStageBytes = (BM + BN) * kRowBytes;
   static constexpr int kEpilogueBytes = 2 * 2 * kChunkBytes;         // 2 consumers x double buffer
   static constexpr int kBarrierBytes = 256;
   static constexpr int kStages = ((kSmemLimit - 1024 - kEpilogueBytes - kBarrierBytes) / kStageBytes) > 8
@@ -168,15 +169,17 @@ __device__ __forceinline__ float apply_epilogue(float v, int col, const HopperPa
   return v;
 }
 
-template <bool Fp8, int BN, bool BMnMajor, bool PingPong, int PromoteEvery>
+template <bool Fp8, int BM, int BN, bool BMnMajor, bool PingPong, int PromoteEvery>
 __global__ void __launch_bounds__(kThreads, 1)
     hopper_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                        const __grid_constant__ CUtensorMap map_c, const HopperParams p) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Shape = HopperShape<Fp8, BN>;
+  using Shape = HopperShape<Fp8, BM, BN>;
+  static_assert(BM == 128 || (BM == 256 && !Fp8 && !PingPong && BN == 128),
+                "256-row tiles: bf16, cooperative, 128 columns (the accumulators of 128x256)");
   constexpr int kStages = Shape::kStages;
   constexpr int kBlockK = Shape::kBlockK;
-  constexpr int kASlab = kBlockM * kRowBytes;          // A bytes per stage
+  constexpr int kASlab = BM * kRowBytes;               // A bytes per stage
   constexpr int kBSlab = BN * kRowBytes;               // B bytes per stage
   constexpr int kAcc = BN / 2;                         // accumulators per consumer thread
 
@@ -220,14 +223,14 @@ __global__ void __launch_bounds__(kThreads, 1)
       std::uint16_t mask_b = 0, mask_a = 0;
       for (int i = 0; i < p.cluster_m; ++i) mask_b |= std::uint16_t(1u << (rank_n * p.cluster_m + i));
       for (int j = 0; j < p.cluster_n; ++j) mask_a |= std::uint16_t(1u << (j * p.cluster_m + rank_m));
-      const int a_rows = kBlockM / p.cluster_n;       // this CTA's slice of the shared A tile
+      const int a_rows = BM / p.cluster_n;            // this CTA's slice of the shared A tile
       const int b_rows = BN / p.cluster_m;            // ... of the shared B tile (K-major B)
       std::uint32_t it = 0;
       WorkSchedule schedule(p, cluster_id, clusters);
       WorkUnit unit;
       while (schedule.next(unit)) {
         const WorkTile& t = unit.t;
-        const int m0 = (t.cm * p.cluster_m + rank_m) * kBlockM;
+        const int m0 = (t.cm * p.cluster_m + rank_m) * BM;
         const int n0 = (t.cn * p.cluster_n + rank_n) * BN;
         for (int kt = unit.k_begin; kt < unit.k_end; ++kt, ++it) {
           const int s = int(it % kStages);
@@ -269,10 +272,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int tid = threadIdx.x % 128;
     const int warp = tid / 32, lane = tid % 32;
     const float scale = (Fp8 && p.scale_a && p.scale_b) ? (*p.scale_a) * (*p.scale_b) : 1.0f;
-    // Cooperative: this warpgroup computes 64-row slice `wg` of every tile. Ping-pong: both 64-row slices of
-    // every other tile (work items of its parity among this CTA's).
-    constexpr int kSlices = PingPong ? 2 : 1;
-    const int first_slice = PingPong ? 0 : wg;
+    // Cooperative: this warpgroup computes the 64-row slices [wg x BM/128, (wg + 1) x BM/128) of every tile (one
+    // at BM = 128, two at 256). Ping-pong: both 64-row slices of every other tile (work items of its parity among
+    // this CTA's).
+    constexpr int kSlices = PingPong ? 2 : BM / 128;
+    const int first_slice = PingPong ? 0 : wg * kSlices;
     std::uint32_t it = 0, chunk_counter = 0;
     float acc[kSlices][kAcc];
     int local = 0;   // index of the unit among this CTA's, in the producer's order
@@ -280,7 +284,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     WorkUnit unit;
     for (; schedule.next(unit); ++local) {
       const WorkTile& t = unit.t;
-      const int m0 = (t.cm * p.cluster_m + rank_m) * kBlockM;
+      const int m0 = (t.cm * p.cluster_m + rank_m) * BM;
       const int n0 = (t.cn * p.cluster_n + rank_n) * BN;
       const int k_begin = unit.k_begin, k_end = unit.k_end;
       if constexpr (PingPong) {
@@ -405,18 +409,19 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
 
       if (p.sk_tiles > 0) {
-        // Stream-K (cooperative schedules only: each warpgroup holds its 64-row slice in acc[0]). A slot holds
-        // one warpgroup's accumulators in register order, float4-interleaved across its 128 threads (coalesced).
-        auto slot = [&](int c) {
-          return p.sk_partials + ((std::int64_t(c) * cluster_size + rank) * 2 + wg) * (128 * kAcc);
-        };
+        // Stream-K (cooperative schedules only). A slot holds one warpgroup's accumulators (its kSlices 64-row
+        // slices) in register order, float4-interleaved across its 128 threads (coalesced).
+        constexpr int kSlotFloats = kSlices * 128 * kAcc;
+        auto slot = [&](int c) { return p.sk_partials + ((std::int64_t(c) * cluster_size + rank) * 2 + wg) * kSlotFloats; };
         auto flag = [&](int c) { return p.sk_flags + (c * cluster_size + rank) * 2 + wg; };
         if (unit.contribute_slot >= 0) {
-          float* out = slot(unit.contribute_slot);
+          float4* out = reinterpret_cast<float4*>(slot(unit.contribute_slot));
 #pragma unroll
-          for (int i = 0; i < kAcc / 4; ++i)
-            __stcg(reinterpret_cast<float4*>(out) + i * 128 + tid,
-                   make_float4(acc[0][4 * i], acc[0][4 * i + 1], acc[0][4 * i + 2], acc[0][4 * i + 3]));
+          for (int h = 0; h < kSlices; ++h)
+#pragma unroll
+            for (int i = 0; i < kAcc / 4; ++i)
+              __stcg(out + (h * kAcc / 4 + i) * 128 + tid,
+                     make_float4(acc[h][4 * i], acc[h][4 * i + 1], acc[h][4 * i + 2], acc[h][4 * i + 3]));
           named_barrier(1 + wg, 128);
           if (tid == 0) {
             __threadfence();
@@ -437,13 +442,15 @@ __global__ void __launch_bounds__(kThreads, 1)
                ++c) {
             const float4* in = reinterpret_cast<const float4*>(slot(c));
 #pragma unroll
-            for (int i = 0; i < kAcc / 4; ++i) {
-              const float4 v = __ldcg(in + i * 128 + tid);
-              acc[0][4 * i] += v.x;
-              acc[0][4 * i + 1] += v.y;
-              acc[0][4 * i + 2] += v.z;
-              acc[0][4 * i + 3] += v.w;
-            }
+            for (int h = 0; h < kSlices; ++h)
+#pragma unroll
+              for (int i = 0; i < kAcc / 4; ++i) {
+                const float4 v = __ldcg(in + (h * kAcc / 4 + i) * 128 + tid);
+                acc[h][4 * i] += v.x;
+                acc[h][4 * i + 1] += v.y;
+                acc[h][4 * i + 2] += v.z;
+                acc[h][4 * i + 3] += v.w;
+              }
           }
         }
       }
@@ -505,22 +512,23 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 // Host side of one instance: sets its shared-memory limit (outside any graph capture), launches it, and asks
 // how many clusters of a size can be co-resident (the persistent grid's size).
-template <bool Fp8, int BN, bool BMnMajor, bool PingPong, int PromoteEvery = 1>
+template <bool Fp8, int BM, int BN, bool BMnMajor, bool PingPong, int PromoteEvery = 1>
 HopperInstance hopper_instance_of() {
   HopperInstance inst;
-  inst.smem_bytes = HopperShape<Fp8, BN>::kSmemBytes;
-  inst.stages = HopperShape<Fp8, BN>::kStages;
-  inst.block_k = HopperShape<Fp8, BN>::kBlockK;
+  inst.smem_bytes = HopperShape<Fp8, BM, BN>::kSmemBytes;
+  inst.stages = HopperShape<Fp8, BM, BN>::kStages;
+  inst.block_k = HopperShape<Fp8, BM, BN>::kBlockK;
+  inst.block_m = BM;
   inst.prepare = [] {
-    AISPFLOW_CUDA_CHECK(cudaFuncSetAttribute(hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong, PromoteEvery>,
+    AISPFLOW_CUDA_CHECK(cudaFuncSetAttribute(hopper_gemm_kernel<Fp8, BM, BN, BMnMajor, PingPong, PromoteEvery>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             HopperShape<Fp8, BN>::kSmemBytes));
+                                             HopperShape<Fp8, BM, BN>::kSmemBytes));
   };
   inst.max_clusters = [](int cluster_size) {
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(unsigned(cluster_size) * 132, 1, 1);
     cfg.blockDim = dim3(kThreads, 1, 1);
-    cfg.dynamicSmemBytes = HopperShape<Fp8, BN>::kSmemBytes;
+    cfg.dynamicSmemBytes = HopperShape<Fp8, BM, BN>::kSmemBytes;
     cudaLaunchAttribute attr{};
     attr.id = cudaLaunchAttributeClusterDimension;
     attr.val.clusterDim.x = unsigned(cluster_size);
@@ -529,14 +537,14 @@ HopperInstance hopper_instance_of() {
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
     int clusters = 0;
-    AISPFLOW_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong, PromoteEvery>, &cfg));
+    AISPFLOW_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, hopper_gemm_kernel<Fp8, BM, BN, BMnMajor, PingPong, PromoteEvery>, &cfg));
     return clusters;
   };
   inst.launch = [](const HopperLaunchArgs& args, cudaStream_t stream) {
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(unsigned(args.ctas), 1, 1);
     cfg.blockDim = dim3(kThreads, 1, 1);
-    cfg.dynamicSmemBytes = HopperShape<Fp8, BN>::kSmemBytes;
+    cfg.dynamicSmemBytes = HopperShape<Fp8, BM, BN>::kSmemBytes;
     cfg.stream = stream;
     cudaLaunchAttribute attr{};
     attr.id = cudaLaunchAttributeClusterDimension;
@@ -546,7 +554,7 @@ HopperInstance hopper_instance_of() {
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
     AISPFLOW_CUDA_CHECK(
-        cudaLaunchKernelEx(&cfg, hopper_gemm_kernel<Fp8, BN, BMnMajor, PingPong, PromoteEvery>, *args.a, *args.b, *args.c, args.params));
+        cudaLaunchKernelEx(&cfg, hopper_gemm_kernel<Fp8, BM, BN, BMnMajor, PingPong, PromoteEvery>, *args.a, *args.b, *args.c, args.params));
   };
   return inst;
 }

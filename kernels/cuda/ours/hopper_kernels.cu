@@ -23,17 +23,22 @@
 
 namespace aispflow::kernels::cuda::ours {
 
-HopperInstance hopper_instance_bf16_kmajor(int block_n, bool ping_pong);
-HopperInstance hopper_instance_bf16_mnmajor(int block_n, bool ping_pong);
+HopperInstance hopper_instance_bf16_kmajor(int block_m, int block_n, bool ping_pong);
+HopperInstance hopper_instance_bf16_mnmajor(int block_m, int block_n, bool ping_pong);
 HopperInstance hopper_instance_fp8(int block_n, int promote_every);
 
-HopperInstance hopper_instance(bool fp8, int block_n, bool b_mn_major, bool ping_pong, int promote_every) {
-  HopperInstance inst = fp8          ? (ping_pong ? HopperInstance{} : hopper_instance_fp8(block_n, promote_every))
-                        : b_mn_major ? hopper_instance_bf16_mnmajor(block_n, ping_pong)
-                                     : hopper_instance_bf16_kmajor(block_n, ping_pong);
+HopperInstance hopper_instance(const HopperInstanceKey& key) {
+  HopperInstance inst;
+  if (key.fp8) {
+    if (!key.ping_pong && key.block_m == 128) inst = hopper_instance_fp8(key.block_n, key.promote_every);
+  } else {
+    inst = key.b_mn_major ? hopper_instance_bf16_mnmajor(key.block_m, key.block_n, key.ping_pong)
+                          : hopper_instance_bf16_kmajor(key.block_m, key.block_n, key.ping_pong);
+  }
   if (!inst.launch)
-    throw std::invalid_argument(std::string("no Hopper GEMM instance ") + (fp8 ? "fp8" : "bf16") + " with block N " +
-                                std::to_string(block_n) + (ping_pong ? " and the ping-pong schedule" : ""));
+    throw std::invalid_argument(std::string("no Hopper GEMM instance ") + (key.fp8 ? "fp8" : "bf16") + " with tile " +
+                                std::to_string(key.block_m) + " x " + std::to_string(key.block_n) +
+                                (key.ping_pong ? " and the ping-pong schedule" : ""));
   return inst;
 }
 
@@ -124,15 +129,17 @@ class HopperGemm final : public OurKernel {
     const bool mn = c.layout == "nn" && !config_.fp8;
     char text[512];
     std::snprintf(text, sizeof text,
-                  "%s %s %s tile 128x%dx%d stages %d cluster %dx%d %s split-k %d; wgmma m64n%dk%d from %s-major B, "
+                  "%s %s %s tile %dx%dx%d stages %d cluster %dx%d %s split-k %d; wgmma m64n%dk%d from %s-major B, "
                   "TMA loads (128B swizzle%s), 1 producer + 2 consumer warpgroups (%s), epilogue %s",
-                  config_.family.c_str(), c.dtype.c_str(), c.layout.c_str(), config_.block_n, config_.fp8 ? 128 : 64,
+                  config_.family.c_str(), c.dtype.c_str(), c.layout.c_str(), config_.block_m, config_.block_n,
+                  config_.fp8 ? 128 : 64,
                   stages(), config_.cluster_m, config_.cluster_n,
                   config_.persistent ? ("persistent raster " + std::to_string(config_.raster_group)).c_str()
                                      : "one tile per CTA",
                   splits_that_run(c.shape), config_.block_n, config_.fp8 ? 32 : 16, mn ? "MN" : "K",
                   config_.cluster_m * config_.cluster_n > 1 ? ", cluster multicast" : "",
                   config_.ping_pong()         ? "ping-pong: whole tiles in turn"
+                  : config_.block_m == 256    ? "cooperative: 128 rows each"
                                                : "cooperative: 64 rows each",
                   splits_that_run(c.shape) > 1 ? "fp32 partials + reduce kernel" : "bf16 via swizzled smem + TMA store");
     std::string out = text + row_padding(c.shape, config_.fp8 ? 1 : 2, !mn).describe();
@@ -142,7 +149,7 @@ class HopperGemm final : public OurKernel {
   }
 
   nlohmann::json config() const override {
-    return {{"name", config_.name()},     {"tile", {kBlockM, config_.block_n, config_.fp8 ? 128 : 64}},
+    return {{"name", config_.name()},     {"tile", {config_.block_m, config_.block_n, config_.fp8 ? 128 : 64}},
             {"stages", stages()},         {"cluster", {config_.cluster_m, config_.cluster_n}},
             {"persistent", config_.persistent}, {"raster_group", config_.raster_group},
             {"split_k", config_.split_k == 0 ? nlohmann::json("auto") : nlohmann::json(config_.split_k)},
@@ -171,8 +178,7 @@ class HopperGemm final : public OurKernel {
     const auto& s = problem.shape();
     const bool mn = !problem.b_transposed();   // B stored K x N: MN-major
     if (mn && config_.fp8) throw std::invalid_argument("fp8 wgmma needs K-major B");
-    plan->instance =
-        hopper_instance(config_.fp8, config_.block_n, mn, config_.ping_pong(), config_.promotion_interval);
+    plan->instance = hopper_instance(instance_key(mn));
     plan->instance.prepare();
     const int bk = plan->instance.block_k;
     const int ab_bytes = config_.fp8 ? 1 : 2;
@@ -186,7 +192,7 @@ class HopperGemm final : public OurKernel {
     p.n = int(pad.n);
     p.k = int(pad.k);
     p.batch = int(s.batch);
-    p.m_tiles = int(ceil_div(s.m, kBlockM));
+    p.m_tiles = int(ceil_div(s.m, config_.block_m));
     p.n_tiles = int(ceil_div(s.n, config_.block_n));
     p.k_tiles = int(ceil_div(s.k, bk));
     p.cluster_m = config_.cluster_m;
@@ -213,9 +219,11 @@ class HopperGemm final : public OurKernel {
     if (config_.persistent) clusters = std::min(clusters, std::max(1, plan->instance.max_clusters(cluster)));
     plan->ctas = clusters * cluster;
     if (config_.stream_k && !config_.ping_pong() && p.splits == 1 && config_.persistent) {
-      p.sk_tiles = stream_k_tiles(p.total_work, clusters, p.k_tiles, kBlockM, config_.block_n);
+      p.sk_tiles = stream_k_tiles(p.total_work, clusters, p.k_tiles, config_.block_m, config_.block_n);
       if (p.sk_tiles > 0) {
-        plan->sk_partials = DeviceBuffer(std::size_t(plan->ctas) * 2 * 128 * (config_.block_n / 2) * sizeof(float));
+        // One slot per consumer warpgroup: its share of the tile, block_m x block_n / 256 floats a thread.
+        const std::size_t slot_floats = std::size_t(128) * (config_.block_m * config_.block_n / 256);
+        plan->sk_partials = DeviceBuffer(std::size_t(plan->ctas) * 2 * slot_floats * sizeof(float));
         plan->sk_flags = DeviceBuffer(std::size_t(plan->ctas) * 2 * sizeof(int));
         AISPFLOW_CUDA_CHECK(cudaMemset(plan->sk_flags.get(), 0, plan->sk_flags.bytes()));
         p.sk_partials = plan->sk_partials.as<float>();
@@ -227,7 +235,7 @@ class HopperGemm final : public OurKernel {
     const CUtensorMapDataType ab = config_.fp8 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
     // A K x N B keeps its K rows when only K is padded: TMA fills rows past K with zeros, as past any tile.
     for (int copy = 0; copy < problem.copies(); ++copy) {
-      plan->maps.push_back(tensor_map(ops.a(copy), ab, ab_bytes, pad.k, s.m, s.batch, bk, kBlockM / p.cluster_n));
+      plan->maps.push_back(tensor_map(ops.a(copy), ab, ab_bytes, pad.k, s.m, s.batch, bk, config_.block_m / p.cluster_n));
       if (mn)   // B row-major K x N: boxes of 64 columns x bk rows
         plan->maps.push_back(tensor_map(ops.b(copy), ab, ab_bytes, pad.n, s.k, s.batch, 64, bk));
       else      // B row-major N x K: boxes of bk x (block_n / cluster_m) rows
@@ -264,20 +272,21 @@ class HopperGemm final : public OurKernel {
     if (config_.ping_pong() || splits_that_run(s) > 1 || !d || d->compute_capability() != 90)
       return "stream-K when the last wave's idle time outweighs the fix-up";
     const int cluster = config_.cluster_m * config_.cluster_n;
-    const int clusters = hopper_instance(config_.fp8, config_.block_n, false, false, config_.promotion_interval)
-                             .max_clusters(cluster);
-    const std::int64_t tiles = ceil_div(ceil_div(s.m, kBlockM), config_.cluster_m) *
+    const int clusters = hopper_instance(instance_key(false)).max_clusters(cluster);
+    const std::int64_t tiles = ceil_div(ceil_div(s.m, config_.block_m), config_.cluster_m) *
                                ceil_div(ceil_div(s.n, config_.block_n), config_.cluster_n) * s.batch;
     const int shared =
-        stream_k_tiles(tiles, clusters, int(ceil_div(s.k, config_.fp8 ? 128 : 64)), kBlockM, config_.block_n);
+        stream_k_tiles(tiles, clusters, int(ceil_div(s.k, config_.fp8 ? 128 : 64)), config_.block_m, config_.block_n);
     if (shared == 0) return "stream-K off (the fix-up would cost more than the last wave leaves idle)";
     return "stream-K: the last " + std::to_string(shared) + " of " + std::to_string(tiles) + " tiles shared by " +
            std::to_string(clusters) + " clusters";
   }
 
-  int stages() const {
-    return hopper_instance(config_.fp8, config_.block_n, false, config_.ping_pong(), config_.promotion_interval).stages;
+  HopperInstanceKey instance_key(bool b_mn_major) const {
+    return {config_.fp8, config_.block_m, config_.block_n, b_mn_major, config_.ping_pong(), config_.promotion_interval};
   }
+
+  int stages() const { return hopper_instance(instance_key(false)).stages; }
 
   // Split-K for skinny problems: when the output tiles cannot fill the GPU, split K so that about one wave of
   // CTAs runs, each split keeping at least 4 k-tiles (a shorter mainloop cannot hide its pipeline fill). The rule
@@ -286,7 +295,7 @@ class HopperGemm final : public OurKernel {
     if (config_.split_k > 0) return config_.split_k;
     if (!config_.persistent) return 1;
     const DeviceInfo* d = first_device();
-    return auto_split_k({s.m, s.n, s.k, s.batch}, kBlockM, config_.block_n, config_.fp8 ? 128 : 64,
+    return auto_split_k({s.m, s.n, s.k, s.batch}, config_.block_m, config_.block_n, config_.fp8 ? 128 : 64,
                         d ? d->sm_count : 132);
   }
 
@@ -305,7 +314,7 @@ class HopperGemm final : public OurKernel {
 }  // namespace
 
 std::string HopperConfig::name() const {
-  return "128x" + std::to_string(block_n) + "x" + std::to_string(fp8 ? 128 : 64) + "_c" + std::to_string(cluster_m) +
+  return std::to_string(block_m) + "x" + std::to_string(block_n) + "x" + std::to_string(fp8 ? 128 : 64) + "_c" + std::to_string(cluster_m) +
          "x" + std::to_string(cluster_n) + (persistent ? "_persistent" : "") +
          (split_k > 0 ? "_splitk" + std::to_string(split_k) : "") + (schedule == "cooperative" ? "" : "_" + schedule) + (stream_k ? "_sk" : "") +
          (promotion_interval > 1 ? "_promote" + std::to_string(promotion_interval) : "");
@@ -342,6 +351,13 @@ std::vector<std::unique_ptr<OurKernel>> cluster_kernels() {
   // The ping-pong schedule: 128 x 128 tiles, one per consumer warpgroup at a time.
   for (auto [cm, cn] : clusters)
     out.push_back(make_hopper_kernel({"ours.cluster", false, 128, cm, cn, true, 8, 0, "pingpong"}));
+  // 256 x 128 tiles (bf16): each consumer warpgroup 128 rows x 128 columns, two m64n128 wgmmas per k-step, the
+  // tile cuBLASLt's heuristic runs at 4096^3 (NOTES.md step 17).
+  for (auto [cm, cn] : clusters) {
+    HopperConfig tall{"ours.cluster", false, 128, cm, cn, true, 8, 0};
+    tall.block_m = 256;
+    out.push_back(make_hopper_kernel(tall));
+  }
   // fp8 promotes each k-tile through a second accumulator set: block N 256 would not fit (hopper_instances_fp8.cu).
   for (int bn : {192, 128})
     for (auto [cm, cn] : clusters) out.push_back(make_hopper_kernel({"ours.cluster", true, bn, cm, cn, true, 8, 0}));

@@ -9,7 +9,7 @@
 
 namespace aispflow::kernels::cuda::ours {
 
-// One configuration. The tile is 128 x block_n x (128 bytes of K); stages follow from shared memory.
+// One configuration. The tile is block_m x block_n x (128 bytes of K); stages follow from shared memory.
 struct HopperConfig {
   std::string family;        // "ours.wgmma" | "ours.cluster": the provider it belongs to
   bool fp8 = false;          // fp8 e4m3 inputs (else bf16); the output is bf16 either way
@@ -29,6 +29,9 @@ struct HopperConfig {
   // fp8: promote the tensor cores' partial sums into fp32 every this many k-tiles (128 K each): 1 (the most
   // exact) or 4 (the pipe drains a quarter as often; more rounding, still verified against the fp8 tolerance).
   int promotion_interval = 1;
+  // Rows of a tile: 128, or 256 (bf16, cooperative, block_n 128: each consumer warpgroup 128 rows, two m64n128
+  // wgmmas per k-step, cuBLASLt's bf16 tile; listed last so that positional initializers above stay valid).
+  int block_m = 128;
   bool ping_pong() const { return schedule == "pingpong"; }
 
   // "128x256x64_c2x1_persistent" (+ "_pingpong", "_sk", "_promote4"): how options and tables name it.

@@ -9,7 +9,6 @@
 
 namespace aispflow::kernels::cuda::ours {
 
-constexpr int kBlockM = 128;
 constexpr int kRowBytes = 128;        // bytes of K per operand row in a stage: one 128-byte swizzle row
 constexpr int kThreads = 384;         // producer + 2 consumer warpgroups
 constexpr int kChunkCols = 64;        // epilogue chunk: 64 x 64 bf16 = one 128-byte-swizzled 8 KB tile
@@ -32,7 +31,7 @@ struct HopperParams {
   float* partials = nullptr;          // split-K: [splits][batch][m][n] fp32
   // Stream-K (hopper_gemm.cuh, WorkSchedule): the last sk_tiles work items are shared out by k-iterations.
   int sk_tiles = 0;
-  float* sk_partials = nullptr;       // [clusters][cluster CTA][consumer warpgroup][128 threads x BN/2] fp32
+  float* sk_partials = nullptr;       // [clusters][cluster CTA][consumer warpgroup][128 threads x BM x BN / 256] fp32
   int* sk_flags = nullptr;            // [clusters][cluster CTA][consumer warpgroup]: 1 = that slot is written
   int sk_skip_fixup = 0;              // test hook (StreamKSabotage): owners ignore the contributions
 };
@@ -45,17 +44,25 @@ struct HopperLaunchArgs {
   int ctas = 0;                       // grid size: a multiple of the cluster size
 };
 
-// One compiled instance (dtype x BN x B's major mode).
+// One compiled instance (dtype x BM x BN x B's major mode x schedule).
 struct HopperInstance {
-  int smem_bytes = 0, stages = 0, block_k = 0;
+  int smem_bytes = 0, stages = 0, block_k = 0, block_m = 0;
   void (*prepare)() = nullptr;                                    // raises the dynamic shared-memory limit
   int (*max_clusters)(int cluster_size) = nullptr;                // co-resident clusters of that size
   void (*launch)(const HopperLaunchArgs&, cudaStream_t) = nullptr;
 };
 
+// Which compiled instance: the kernel template's parameters (hopper_gemm.cuh).
+struct HopperInstanceKey {
+  bool fp8 = false;
+  int block_m = 128;        // 128, or 256 (bf16, cooperative, block N 128)
+  int block_n = 256;
+  bool b_mn_major = false;  // B stored K x N (layout nn, bf16)
+  bool ping_pong = false;   // the consumers take whole tiles in turn (bf16, block N 128) instead of sharing each
+  int promote_every = 1;    // fp8: partial sums promoted into fp32 every this many k-tiles (1 or 4)
+};
+
 // The instances compiled into this build (hopper_instances_*.cu); nullptr-free, throws for an unknown one.
-// ping_pong: the consumers take whole tiles in turn (bf16, block N 128) instead of sharing each tile.
-// promote_every: fp8 promoting its partial sums into fp32 every this many k-tiles (1 or 4; hopper_gemm.cuh).
-HopperInstance hopper_instance(bool fp8, int block_n, bool b_mn_major, bool ping_pong = false, int promote_every = 1);
+HopperInstance hopper_instance(const HopperInstanceKey& key);
 
 }  // namespace aispflow::kernels::cuda::ours
