@@ -1,11 +1,14 @@
 // The ours.cluster default-pick model (kernels/common/gemm_pick_model.hpp) against autotune evidence:
 //
-//   fit_pick_model [--fit] [--loo] [PATH...]      PATH: a record file or a directory (default bench/results/h100)
+//   fit_pick_model [--fit] [--loo] [--robust] [PATH...]   PATH: a record file or a directory
+//                                                          (default bench/results/h100)
 //
 // Prints, per autotuned ours.cluster record, the configuration the model picks, the measured winner and their
 // same-round ratio (winner time / pick time), with the committed constants; --fit re-fits the constants on all
 // the evidence and prints them (paste them into h100_pick_constants()) with the table again; --loo fits once
-// per record without it and reports that record's pick (how well the model predicts a shape it has not seen).
+// per record without it and reports that record's pick (how well the model predicts a shape it has not seen);
+// --robust says how many picks hold when one constant moves by a little (constants are printed with 17 digits:
+// a pick that sits on a near-tie flips with the 8th).
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -36,20 +39,55 @@ void report(const std::vector<PickEvidence>& evidence, const PickConstants& c) {
   std::printf("%d of %zu records within 3%% of the winner; worst ratio %.3f\n", within, evidence.size(), worst);
 }
 
+int within_target(const std::vector<PickEvidence>& evidence, const PickConstants& c) {
+  int within = 0;
+  for (const auto& e : evidence) within += evaluate_pick(e, c).ratio() >= kTarget ? 1 : 0;
+  return within;
+}
+
+// How many picks hold when one constant moves by a little: the fit's pick penalty pulls constants to the point
+// where a pick just flips to the winner, so some picks rest on a hair. For each relative step, the fewest records
+// within 3% over every constant moved by +-step on its own.
+void robustness(const std::vector<PickEvidence>& evidence, const PickConstants& c) {
+  std::printf("\n== robustness: the fewest records within 3%% with one constant moved by +-step\n");
+  for (double step : {1e-6, 1e-4, 1e-3, 1e-2, 5e-2}) {
+    int fewest = int(evidence.size());
+    const char* weakest = "-";
+    for (const auto& r : pick_constant_refs())
+      for (double sign : {1.0, -1.0}) {
+        if (r.member == &PickConstants::cluster4_slots) continue;   // a count: moved by one below
+        PickConstants moved = c;
+        moved.*r.member *= 1.0 + sign * step;
+        const int n = within_target(evidence, moved);
+        if (n < fewest) {
+          fewest = n;
+          weakest = r.name;
+        }
+      }
+    std::printf("step %-6g %3d of %zu (weakest: %s)\n", step, fewest, evidence.size(), weakest);
+  }
+  for (double slots : {-1.0, 1.0}) {
+    PickConstants moved = c;
+    moved.cluster4_slots += slots;
+    std::printf("cluster4_slots %+g: %d of %zu\n", slots, within_target(evidence, moved), evidence.size());
+  }
+}
+
 void print_constants(const PickConstants& c) {
-  for (const auto& r : pick_constant_refs()) std::printf("    k.%s = %.7g;   // %s\n", r.name, c.*r.member, r.meaning);
+  for (const auto& r : pick_constant_refs()) std::printf("    k.%s = %.17g;   // %s\n", r.name, c.*r.member, r.meaning);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool fit = false, loo = false;
+  bool fit = false, loo = false, robust = false;
   std::vector<std::string> paths;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--fit")) fit = true;
     else if (!std::strcmp(argv[i], "--loo")) loo = true;
+    else if (!std::strcmp(argv[i], "--robust")) robust = true;
     else if (argv[i][0] == '-') {
-      std::fprintf(stderr, "usage: %s [--fit] [--loo] [record file or directory...]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--fit] [--loo] [--robust] [record file or directory...]\n", argv[0]);
       return 2;
     } else paths.push_back(argv[i]);
   }
@@ -66,6 +104,7 @@ int main(int argc, char** argv) {
     }
     std::printf("== committed constants (h100_pick_constants)\n");
     report(evidence, h100_pick_constants());
+    if (robust) robustness(evidence, h100_pick_constants());
     if (fit) {
       const PickConstants c = fit_pick_constants(evidence, h100_pick_constants());
       std::printf("\n== fitted on %zu records (loss %.4f; committed %.4f)\n", evidence.size(),

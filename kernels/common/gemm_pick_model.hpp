@@ -29,7 +29,8 @@ struct PickConfig {
   int split_k = 0;                      // 0 = auto (auto_split_k)
   bool stream_k = false;                // the last wave's tiles shared out by k-iterations (stream_k_tiles)
   int promotion_interval = 1;           // fp8: k-tiles between promotions into fp32
-  int slots = 0;                        // co-resident clusters; 0 = sms / cluster size
+  int slots = 0;                        // co-resident clusters (the kernel's occupancy query, which its grid
+                                        // uses); 0 = unknown: sms / cluster size, 2x2: cluster4_slots
 };
 
 // The model's constants (their meaning: docs/kernels.md and gemm_pick_model.cpp). Time unit: one 128x256
@@ -53,6 +54,8 @@ struct PickConstants {
   double splitk_cost_per_mb = 0;    // split-K: time per MB of fp32 partial traffic (written, read) + output
   double stream_k_slowdown = 1;     // stream-K phase time per k-iteration vs a data-parallel one (its clusters run
                                     // at different K offsets, so they share no operand k-slice in L2)
+  double cluster4_slots = 0;        // co-resident 2x2 clusters where the caller does not know (a cluster lives in one
+                                    // GPC, and the H100's GPCs are not all a multiple of 4 SMs); 0 = sms / 4
 };
 
 // A named handle on each constant, with the range the fit may move it in (gemm_pick_fit.cpp, the docs table).
@@ -94,8 +97,8 @@ PickPrediction predict_pick(const PickShape& shape, const std::string& dtype, co
 std::size_t pick_argmin(const PickShape& shape, const std::string& dtype, const std::vector<PickConfig>& configs,
                         const PickConstants& constants, int sms = 132);
 
-// An OurKernel's config() JSON ({name, tile [bm, bn, bk], cluster [cm, cn], split_k, schedule?}) as a
-// PickConfig. Throws std::invalid_argument naming the missing field.
+// An OurKernel's config() JSON ({name, tile [bm, bn, bk], cluster [cm, cn], split_k, schedule?, stream_k?,
+// promotion_interval?, co_resident_clusters?}) as a PickConfig. Throws std::invalid_argument naming the missing field.
 PickConfig pick_config_from_json(const nlohmann::json& config);
 
 }  // namespace aispflow::kernels

@@ -26,22 +26,8 @@ PickConfig config(int bn, int cm, int cn, int bk = 64) {
 
 // Records whose pick is known to miss 3% with the committed constants, each with its measured gap (docs/kernels.md
 // lists them). A record that misses and is not listed fails the test (re-fit with bench/tools/fit_pick_model
-// --fit, or list it here with its gap and say so in docs/kernels.md).
-const std::string kIssue22 = std::string(AISPFLOW_SOURCE_DIR) + "/bench/results/h100/issue22/";
-const std::string kUnaligned = std::string(AISPFLOW_SOURCE_DIR) + "/bench/results/h100/unaligned/";
-const std::set<std::string> kKnownMisses = {
-    // 3000 x 5000 x 2000: a 2x2 cluster wins by 6-7% over the 2x1 the model picks (it prices 2x2 coupling from the
-    // square shapes, where 2x2 loses).
-    kIssue22 + "first-006f8d4/unaligned/run/nodes/aligned/artifact.json: m3000_n5000_k2008 bf16 nn none",   // 0.934
-    kIssue22 + "first-006f8d4/unaligned/run/nodes/bf16/artifact.json: m3000_n5000_k2001 bf16 nn none",      // 0.938
-    kIssue22 + "first-006f8d4/unaligned/run/nodes/bf16/artifact.json: m3000_n5000_k2001 bf16 nt none",      // 0.929
-    kIssue22 + "unaligned/run/nodes/aligned/artifact.json: m3000_n5000_k2008 bf16 nn none",                 // 0.926
-    kIssue22 + "unaligned/run/nodes/bf16/artifact.json: m3000_n5000_k2001 bf16 nn none",                    // 0.939
-    kIssue22 + "unaligned/run/nodes/bf16/artifact.json: m3000_n5000_k2001 bf16 nt none",                    // 0.927
-    kUnaligned + "aligned.json: m3000_n5000_k2008 bf16 nn none",                                            // 0.942
-    kUnaligned + "bf16.json: m3000_n5000_k2001 bf16 nn none",                                               // 0.942
-    kUnaligned + "bf16.json: m3000_n5000_k2001 bf16 nt none",                                               // 0.936
-};
+// --fit, or list it here with its gap and say so in docs/kernels.md). None since cluster4_slots (2026-11-26).
+const std::set<std::string> kKnownMisses = {};
 
 TEST(GemmPickModel, EveryCommittedAutotunePickWithin3PercentOfTheWinner) {
   const auto evidence = read_pick_evidence_dir(kEvidenceDir);
@@ -72,6 +58,27 @@ TEST(GemmPickModel, TheEvidenceCheckCatchesAWrongModel) {
   int misses = 0;
   for (const auto& e : read_pick_evidence_dir(kEvidenceDir)) misses += evaluate_pick(e, wrong).ratio() < 0.97 ? 1 : 0;
   EXPECT_GE(misses, 2);
+}
+
+// The co-resident count of 2x2 clusters decides where 2x2 wins: 3000 x 5000 x 2008 makes 120 cluster tiles, 4 full
+// waves of 30-31 (measured: 2x2 6-7 % ahead of 2x1), 4096^3 makes 128, a fifth wave (measured: 2x2 more than 15 %
+// behind). Priced as 132 / 4 = 33 slots, the fitted model takes 2x2 at 4096^3 too and the evidence check misses.
+TEST(GemmPickModel, TheSlotCountOf2x2ClustersDecidesWhere2x2Wins) {
+  const auto& c = h100_pick_constants();
+  PickConfig two_by_two = config(256, 2, 2);
+  const PickConfig two_by_one = config(256, 2, 1);
+  EXPECT_EQ(pick_argmin({3000, 5000, 2008}, "bf16", {two_by_one, two_by_two}, c), 1u);
+  EXPECT_EQ(pick_argmin({4096, 4096, 4096}, "bf16", {two_by_one, two_by_two}, c), 0u);
+  // A configuration that carries its device's count (co_resident_clusters, in records since 2026-11-26) is
+  // priced with it, not with the constant.
+  two_by_two.slots = 33;
+  EXPECT_EQ(pick_argmin({4096, 4096, 4096}, "bf16", {two_by_one, two_by_two}, c), 1u);
+
+  PickConstants naive = c;
+  naive.cluster4_slots = 33;
+  int misses = 0;
+  for (const auto& e : read_pick_evidence_dir(kEvidenceDir)) misses += evaluate_pick(e, naive).ratio() < 0.97 ? 1 : 0;
+  EXPECT_GE(misses, 6);
 }
 
 // Tile quantization: at m = 2048, n = 6144 a 128x256 tile makes 384 tiles (2.91 waves of 132) and wins; at
@@ -161,6 +168,9 @@ TEST(GemmPickModel, ConfigFromTheProvidersJson) {
   cooperative["promotion_interval"] = 4;
   EXPECT_TRUE(pick_config_from_json(cooperative).stream_k);
   EXPECT_EQ(pick_config_from_json(cooperative).promotion_interval, 4);
+  EXPECT_EQ(pick_config_from_json(cooperative).slots, 0);
+  cooperative["co_resident_clusters"] = 31;
+  EXPECT_EQ(pick_config_from_json(cooperative).slots, 31);
   auto no_tile = j;
   no_tile.erase("tile");
   try {

@@ -8,7 +8,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <tuple>
 #include <stdexcept>
 #include <vector>
 
@@ -149,12 +152,17 @@ class HopperGemm final : public OurKernel {
   }
 
   nlohmann::json config() const override {
-    return {{"name", config_.name()},     {"tile", {config_.block_m, config_.block_n, config_.fp8 ? 128 : 64}},
-            {"stages", stages()},         {"cluster", {config_.cluster_m, config_.cluster_n}},
-            {"persistent", config_.persistent}, {"raster_group", config_.raster_group},
-            {"split_k", config_.split_k == 0 ? nlohmann::json("auto") : nlohmann::json(config_.split_k)},
-            {"schedule", config_.schedule},   {"stream_k", config_.stream_k},
-            {"promotion_interval", config_.promotion_interval}};
+    nlohmann::json j = {{"name", config_.name()},     {"tile", {config_.block_m, config_.block_n, config_.fp8 ? 128 : 64}},
+                        {"stages", stages()},         {"cluster", {config_.cluster_m, config_.cluster_n}},
+                        {"persistent", config_.persistent}, {"raster_group", config_.raster_group},
+                        {"split_k", config_.split_k == 0 ? nlohmann::json("auto") : nlohmann::json(config_.split_k)},
+                        {"schedule", config_.schedule},   {"stream_k", config_.stream_k},
+                        {"promotion_interval", config_.promotion_interval}};
+    // The persistent grid's size on this device: the pick model's wave count rests on it, and a record that
+    // carries it lets a later fit use the real count instead of inferring it (docs/kernels.md).
+    if (config_.persistent)
+      if (const int clusters = co_resident_clusters(); clusters > 0) j["co_resident_clusters"] = clusters;
+    return j;
   }
 
   std::optional<std::string> unsupported(const GemmCase& c) const override {
@@ -271,8 +279,7 @@ class HopperGemm final : public OurKernel {
     const DeviceInfo* d = first_device();
     if (config_.ping_pong() || splits_that_run(s) > 1 || !d || d->compute_capability() != 90)
       return "stream-K when the last wave's idle time outweighs the fix-up";
-    const int cluster = config_.cluster_m * config_.cluster_n;
-    const int clusters = hopper_instance(instance_key(false)).max_clusters(cluster);
+    const int clusters = co_resident_clusters();
     const std::int64_t tiles = ceil_div(ceil_div(s.m, config_.block_m), config_.cluster_m) *
                                ceil_div(ceil_div(s.n, config_.block_n), config_.cluster_n) * s.batch;
     const int shared =
@@ -287,6 +294,24 @@ class HopperGemm final : public OurKernel {
   }
 
   int stages() const { return hopper_instance(instance_key(false)).stages; }
+
+  // How many clusters of this configuration's size the first device holds at once (cudaOccupancyMaxActiveClusters
+  // for this instance: a cluster lives in one GPC, so on the H100 2x2 clusters get fewer than 132 / 4 slots);
+  // 0 without a Hopper device. Asked once per instance and cluster size.
+  int co_resident_clusters() const {
+    const DeviceInfo* d = first_device();
+    if (!d || d->compute_capability() != 90) return 0;
+    static std::mutex mutex;
+    static std::map<std::tuple<bool, int, int, bool, int, int>, int> known;
+    const HopperInstanceKey key = instance_key(false);
+    const int size = config_.cluster_m * config_.cluster_n;
+    const auto id = std::make_tuple(key.fp8, key.block_m, key.block_n, key.ping_pong, key.promote_every, size);
+    std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = known.find(id); it != known.end()) return it->second;
+    const HopperInstance inst = hopper_instance(key);
+    inst.prepare();   // the occupancy query sees the instance's dynamic shared memory only once it is allowed
+    return known[id] = inst.max_clusters(size);
+  }
 
   // Split-K for skinny problems: when the output tiles cannot fill the GPU, split K so that about one wave of
   // CTAs runs, each split keeping at least 4 k-tiles (a shorter mainloop cannot hide its pipeline fill). The rule
