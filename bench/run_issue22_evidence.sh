@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Issue 22's evidence in one device call: the GPU tests of the GEMM providers, then cluster_gemm.yaml,
-# kernel_selector.yaml (Triton plugin included) and bench/unaligned.yaml through bench/run_gpu_workflow.sh.
+# Issue 22's evidence in one device call: the GPU tests of the GEMM providers, a probe of the newest tile, then
+# cluster_gemm.yaml, kernel_selector.yaml (Triton plugin included) and bench/unaligned.yaml through
+# bench/run_gpu_workflow.sh.
 #
 # Here (sm_90a build, default CUTLASS set, -DAISPFLOW_TRITON_AOT=ON):
 #   bench/run_issue22_evidence.sh --pack BUILD_DIR      # writes .gpu/ and .gpu-lead/issue22.tgz
@@ -12,7 +13,8 @@ if [ "${1:-}" = "--pack" ]; then
   build=$2
   rm -rf .gpu
   ../shared/tools/gpu-bundle.sh .gpu "$build/aispflow" "$build/tests/test_hopper_kernels" "$build/tests/test_unaligned" \
-    "$build/tests/test_gemm_checks" "$build/tests/test_cutlass" "$build/tests/test_tensor_pipe" > /dev/null
+    "$build/tests/test_gemm_checks" "$build/tests/test_cutlass" "$build/tests/test_tensor_pipe" \
+    "$build/bench/hopper_probe" > /dev/null
   cp "$build/libaispflow_cuda.so" "$build/aispflow-keeper" .gpu/bin/
   cp -r "$build/plugins" .gpu/plugins
   # The workflow names its plugin relative to itself: point it into the bundle.
@@ -28,6 +30,15 @@ for t in test_hopper_kernels test_unaligned test_gemm_checks test_cutlass test_t
   echo "exit $?" >> "/tmp/tests/$t.log"
   tail -n 3 "/tmp/tests/$t.log"
 done
+# The probe (PROBE_FILTER, default the 256 x 128 tile; PROBE_CASES, ';'-separated, default the bf16 nt squares and
+# 4096x2880x2880): each configuration verified, then timed against cuBLASLt's heuristic top, beside 128 x 256, with
+# its co-resident cluster count (s).
+IFS=';' read -ra probe_cases <<< "${PROBE_CASES:-4096x4096x4096 bf16 nt;8192x8192x8192 bf16 nt;4096x2880x2880 bf16 nt}"
+for c in "${probe_cases[@]}"; do
+  timeout 120 .gpu/run hopper_probe "${PROBE_FILTER:-256x128}" "$c" >> /tmp/tests/probe.txt 2>&1
+  timeout 60 .gpu/run hopper_probe "128x256x64_c" "$c" >> /tmp/tests/probe.txt 2>&1
+done
+grep -E "^==|ok err|FAILED|ERROR" /tmp/tests/probe.txt | head -40
 tar czf "$out/tests.tgz" -C /tmp tests
 AISPFLOW_TIME_LIMIT=${CLUSTER_LIMIT:-200} bench/run_gpu_workflow.sh workflows/cluster_gemm.yaml cluster_gemm --backend cuda | tail -n 12
 AISPFLOW_TIME_LIMIT=${SELECT_LIMIT:-200} bench/run_gpu_workflow.sh .gpu/kernel_selector.yaml kernel_selector --backend cuda | tail -n 12

@@ -73,8 +73,11 @@ int main(int argc, char** argv) {
     std::printf("== %s %s %s %s  cublasLt %.4f ms %.1f TFLOP/s\n", s.name.c_str(), cs.dtype, cs.layout, cs.epi, lt_ms,
                 lt_ms > 0 ? flops / lt_ms / 1e9 : 0.0);
     for (auto& k : kernels) {
-      const std::string id = k->config()["name"].get<std::string>() + " " + k->identity(gc).substr(0, 12) + " r" +
-                             std::to_string(k->config()["raster_group"].get<int>());
+      const auto config = k->config();
+      // r: raster band; s: co-resident clusters of the configuration's size (its persistent grid).
+      const std::string id = config["name"].get<std::string>() + " " + k->identity(gc).substr(0, 12) + " r" +
+                             std::to_string(config["raster_group"].get<int>()) + " s" +
+                             std::to_string(config.value("co_resident_clusters", 0));
       if (!filter.empty() && id.find(filter) == std::string::npos) continue;
       if (auto why = k->unsupported(gc)) continue;
       try {
