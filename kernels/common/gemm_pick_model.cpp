@@ -57,6 +57,8 @@ const std::vector<PickConstantRef>& pick_constant_refs() {
        "math rate of fp8 promoting every 4 k-tiles vs every k-tile"},
       {"stream_k_slowdown", &PickConstants::stream_k_slowdown, 1.0, 3.0,
        "stream-K phase: time per k-iteration vs data-parallel"},
+      {"stream_k_small_grid_slowdown", &PickConstants::stream_k_small_grid_slowdown, 1.0, 3.0,
+       "small-grid stream-K: time per k-iteration vs data-parallel"},
       {"cluster4_slots", &PickConstants::cluster4_slots, 24.0, 33.0,
        "co-resident 2x2 clusters when the device's count is not given (H100 records do not carry it)"},
   };
@@ -92,6 +94,9 @@ const PickConstants& h100_pick_constants() {
     // (loss 5.90): 120 cluster tiles fill 4 waves of 30-31 exactly where 2x2 wins, and 4096^3's 128 spill into a
     // fifth, where it loses. A cluster lives in one GPC, and the H100's GPCs are not all multiples of 4 SMs.
     k.cluster4_slots = 31;
+    // Unfitted (0): small-grid stream-K (2026-11-26) has not run on a GPU yet; until records price it, the model
+    // does not pick a `_sk` configuration where it would engage (the plain configurations split K there).
+    k.stream_k_small_grid_slowdown = 0;
     k.pingpong_efficiency = 1.0859052346658382;
     k.load_cost = 0.171875;
     k.dram_weight = 0.21571850000000001;
@@ -154,6 +159,13 @@ int stream_k_tiles(std::int64_t tiles, int clusters, int k_tiles, int block_m, i
   return int(shared);
 }
 
+int stream_k_small_grid_tiles(std::int64_t tiles, int k_tiles, int clusters) {
+  if (clusters <= 0 || tiles <= 0) return 0;
+  if (tiles * k_tiles < 4 * std::int64_t(clusters)) return 0;
+  if (tiles * k_tiles >= (std::int64_t(1) << 31)) return 0;   // the kernel counts k-iterations in 32 bits
+  return int(tiles);
+}
+
 PickPrediction predict_pick(const PickShape& s, const std::string& dtype, const PickConfig& cfg,
                             const PickConstants& c, int sms) {
   const bool fp8 = is_fp8(dtype);
@@ -161,16 +173,21 @@ PickPrediction predict_pick(const PickShape& s, const std::string& dtype, const 
   const int tif = std::max(1, cfg.tiles_in_flight_per_cta);
   const std::int64_t m_tiles = ceil_div(s.m, cfg.block_m), n_tiles = ceil_div(s.n, cfg.block_n);
   const std::int64_t k_tiles = ceil_div(s.k, cfg.block_k);
-  const int requested =
-      cfg.split_k > 0 ? cfg.split_k : auto_split_k(s, cfg.block_m, cfg.block_n, cfg.block_k, sms);
+  const std::int64_t slots = cfg.slots > 0                         ? cfg.slots
+                             : cluster == 4 && c.cluster4_slots >= 1 ? std::int64_t(c.cluster4_slots)
+                                                                     : std::max(1, sms / cluster);
+  const std::int64_t cluster_tiles = s.batch * ceil_div(m_tiles, cfg.cluster_m) * ceil_div(n_tiles, cfg.cluster_n);
+  const int auto_splits = auto_split_k(s, cfg.block_m, cfg.block_n, cfg.block_k, sms);
+  // The kernel's rule (hopper_kernels.cu): a `_sk` configuration shares every tile where split-K would run.
+  const int small_grid = cfg.stream_k && cfg.stream_k_small_grid && tif == 1 && cfg.split_k == 0 && auto_splits > 1
+                             ? stream_k_small_grid_tiles(cluster_tiles, int(k_tiles), int(slots))
+                             : 0;
+  const int requested = cfg.split_k > 0 ? cfg.split_k : small_grid > 0 ? 1 : auto_splits;
   const std::int64_t per_split = ceil_div(k_tiles, requested);
 
   PickPrediction p;
   p.splits = int(ceil_div(k_tiles, per_split));
-  p.work_items = p.splits * s.batch * ceil_div(m_tiles, cfg.cluster_m) * ceil_div(n_tiles, cfg.cluster_n);
-  const std::int64_t slots = cfg.slots > 0                         ? cfg.slots
-                             : cluster == 4 && c.cluster4_slots >= 1 ? std::int64_t(c.cluster4_slots)
-                                                                     : std::max(1, sms / cluster);
+  p.work_items = p.splits * cluster_tiles;
   const std::int64_t concurrent = slots * tif;
   const double fill = double(p.work_items % concurrent) / double(concurrent);
   const double waves = double(p.work_items / concurrent) +
@@ -203,6 +220,16 @@ PickPrediction predict_pick(const PickShape& s, const std::string& dtype, const 
   const double t_k = std::pow(std::pow(math, q) + std::pow(load, q), 1.0 / q);
 
   p.time = waves * (double(tif) * double(per_split) + c.item_overhead_ktiles) * t_k;
+  if (small_grid > 0) {
+    // Every tile's k-iterations spread evenly over the clusters, plus the fix-up; unfitted: never picked.
+    if (c.stream_k_small_grid_slowdown <= 0) {
+      p.time = std::numeric_limits<double>::infinity();
+      return p;
+    }
+    p.time = (double(small_grid) * double(k_tiles) / double(slots) * c.stream_k_small_grid_slowdown +
+              c.item_overhead_ktiles + stream_k_price_ktiles(cfg.block_m, cfg.block_n)) * t_k;
+    return p;
+  }
   const int shared = cfg.stream_k && p.splits == 1 && tif == 1
                          ? stream_k_tiles(p.work_items, int(slots), int(k_tiles), cfg.block_m, cfg.block_n)
                          : 0;
@@ -265,6 +292,7 @@ PickConfig pick_config_from_json(const nlohmann::json& j) {
   c.stream_k = j.value("stream_k", false);
   c.promotion_interval = j.value("promotion_interval", 1);
   c.slots = j.value("co_resident_clusters", 0);   // absent in records written before 2026-11-26
+  c.stream_k_small_grid = j.value("stream_k_small_grid", false);   // likewise: those `_sk` records split K there
   return c;
 }
 

@@ -28,6 +28,8 @@ struct PickConfig {
   int tiles_in_flight_per_cta = 1;      // 1 cooperative; 2 ping-pong (each consumer warpgroup its own tile)
   int split_k = 0;                      // 0 = auto (auto_split_k)
   bool stream_k = false;                // the last wave's tiles shared out by k-iterations (stream_k_tiles)
+  bool stream_k_small_grid = false;     // ... and, where split-K would run (the tiles cannot fill the GPU), every
+                                        // tile shared instead (stream_k_small_grid_tiles); records since 2026-11-26
   int promotion_interval = 1;           // fp8: k-tiles between promotions into fp32
   int slots = 0;                        // co-resident clusters (the kernel's occupancy query, which its grid
                                         // uses); 0 = unknown: sms / cluster size, 2x2: cluster4_slots
@@ -54,6 +56,8 @@ struct PickConstants {
   double splitk_cost_per_mb = 0;    // split-K: time per MB of fp32 partial traffic (written, read) + output
   double stream_k_slowdown = 1;     // stream-K phase time per k-iteration vs a data-parallel one (its clusters run
                                     // at different K offsets, so they share no operand k-slice in L2)
+  double stream_k_small_grid_slowdown = 0;   // time per k-iteration of a small grid's stream-K vs a data-parallel
+                                           // one; 0 = unfitted (no record has run it: never picked)
   double cluster4_slots = 0;        // co-resident 2x2 clusters where the caller does not know (a cluster lives in one
                                     // GPC, and the H100's GPCs are not all a multiple of 4 SMs); 0 = sms / 4
 };
@@ -80,6 +84,11 @@ int auto_split_k(const PickShape& shape, int block_m, int block_n, int block_k, 
 // `tiles` work items to share out by k-iterations among `clusters` co-resident clusters, or 0 when the idle part
 // of the last wave is worth less than twice the fix-up's price (gemm_pick_model.cpp says how it is priced).
 int stream_k_tiles(std::int64_t tiles, int clusters, int k_tiles, int block_m, int block_n);
+// Stream-K for a grid the tiles cannot fill (where auto_split_k would split K: decode): all `tiles` cluster tiles'
+// k-iterations shared by the `clusters` co-resident clusters and fixed up in the kernel, instead of split-K's
+// fp32 partials and second reduce kernel. Returns `tiles`, or 0 when a cluster's range would hold fewer than 4
+// k-tiles (no range may be empty: hopper_gemm.cuh's WorkSchedule) or the k-iterations overflow 32 bits.
+int stream_k_small_grid_tiles(std::int64_t tiles, int k_tiles, int clusters);
 // The fix-up's price in k-tile-times of the same tile: one fp32 partial tile written and one read per cluster.
 double stream_k_price_ktiles(int block_m, int block_n);
 

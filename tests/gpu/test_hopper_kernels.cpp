@@ -181,22 +181,30 @@ TEST_F(HopperGpu, BatchedExpertsAndSplitK) {
 }
 
 // Stream-K: on shapes whose last wave would leave much of the GPU idle, the stream-K configurations share the
-// last tiles out by k-iterations (the `kernel` string says how many) and are exact, epilogue and batch included;
+// last tiles out by k-iterations (the `kernel` string says how many), and on decode shapes, whose tiles cannot
+// fill the GPU, every tile among all clusters instead of split-K; exact, epilogue and batch included;
 // with the fix-up skipped (each owner stores only its own k-range) the verification rejects the same launch.
 TEST_F(HopperGpu, StreamKIsExactAndAMissingFixUpIsCaught) {
+  // The last wave's stream-K (the first three) and the small grid's (decode: every tile shared, more clusters
+  // than tiles, the second 64-row slice of each tile empty at M = 64).
   const GemmCase cases[] = {{shape_of(4096, 2880, 2880), "bf16", "nt", "none"},
                             {shape_of(4096, 4096, 4096), "fp8_e4m3", "nt", "bias_gelu"},
-                            {shape_of(1536, 2880, 2048, 3), "bf16", "nn", "bias"}};
-  int engaged = 0;
+                            {shape_of(1536, 2880, 2048, 3), "bf16", "nn", "bias"},
+                            {shape_of(64, 2880, 4096), "bf16", "nt", "none"},
+                            {shape_of(1, 5120, 2880), "bf16", "nn", "bias_gelu"},
+                            {shape_of(64, 5120, 2880), "fp8_e4m3", "nt", "bias"}};
+  int engaged = 0, small_grid = 0;
   for (const GemmCase& c : cases) {
     std::mt19937_64 rng(7);
     GemmProblem problem(c.shape, *lt_dtype(c.dtype), rng(), context_->stream(), 1, GemmVariant::of(c));
     for (const auto& kernel : ours::cluster_kernels()) {
       if (!kernel->config().value("stream_k", false) || kernel->unsupported(c)) continue;
       const std::string id = kernel->identity(c);
-      if (id.find("stream-K: the last") == std::string::npos) continue;
+      const bool all_tiles = id.find("stream-K: all") != std::string::npos;
+      if (id.find("stream-K: the last") == std::string::npos && !all_tiles) continue;
       SCOPED_TRACE(id);
       ++engaged;
+      small_grid += all_tiles ? 1 : 0;
       for (bool sabotage : {false, true}) {
         std::optional<ours::StreamKSabotage> hook;
         if (sabotage) hook.emplace();
@@ -215,7 +223,8 @@ TEST_F(HopperGpu, StreamKIsExactAndAMissingFixUpIsCaught) {
       }
     }
   }
-  EXPECT_GT(engaged, 0) << "no stream-K configuration shared tiles on these shapes";
+  EXPECT_GT(engaged - small_grid, 0) << "no stream-K configuration shared the last wave on these shapes";
+  EXPECT_GT(small_grid, 0) << "no stream-K configuration shared a small grid on these shapes";
 }
 
 // The check itself must be able to fail: the right product with another bias (what a kernel reading the wrong

@@ -39,6 +39,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/work_schedule.hpp"
 #include "kernels/cuda/check.hpp"
 #include "kernels/cuda/epilogue.cuh"
 #include "kernels/cuda/ours/hopper_params.hpp"
@@ -66,91 +67,11 @@ struct HopperShape {
   static_assert(kSmemBytes <= kSmemLimit, "shared memory budget");
 };
 
-// Work item -> (split, batch, cluster row, cluster column), rasterized in bands of `group` cluster-rows.
-struct WorkTile {
-  int split, batch, cm, cn;
-};
-__device__ __forceinline__ WorkTile decode_work(const HopperParams& p, int w) {
-  const int per_split = p.batch * p.cm_tiles * p.cn_tiles;
-  WorkTile t;
-  t.split = w / per_split;
-  int rest = w % per_split;
-  const int per_batch = p.cm_tiles * p.cn_tiles;
-  t.batch = rest / per_batch;
-  rest %= per_batch;
-  const int band = p.raster_group * p.cn_tiles;
-  const int first = (rest / band) * p.raster_group;
-  const int rows = min(p.raster_group, p.cm_tiles - first);
-  const int local = rest % band;
-  t.cm = first + local % rows;
-  t.cn = local / rows;
-  return t;
-}
-
-// One unit of a CTA's work: k-tiles [k_begin, k_end) of tile `t`, and what to do with the result.
-struct WorkUnit {
-  WorkTile t;
-  int k_begin = 0, k_end = 0;
-  int contribute_slot = -1;     // stream-K: >= 0: a partial tile, written to this cluster's slot, not stored
-  int first_contributor = 0;    // stream-K owner: clusters [first, first + count) hold the rest of the tile
-  int contributors = 0;
-  bool has_next = false;        // another unit follows on this CTA
-};
-
-// The sequence of units a cluster works on; the producer and the consumers walk the same one.
-// Data-parallel phase: whole work items w = cluster_id, cluster_id + clusters, ... below dp_work.
-// Stream-K phase (p.sk_tiles > 0, the last sk_tiles tiles, which would otherwise leave the last wave partly
-// empty): their sk_tiles x k_tiles k-iterations are cut into `clusters` equal contiguous ranges, one per cluster.
-// A range crosses tile boundaries: the piece of a tile that does not start at the tile's first k-tile is a
-// contribution (fp32 partial, written to the cluster's slot, flagged); the piece that does is the owner's, which
-// waits for the flags of the clusters that continue the tile, adds their partials and runs the epilogue. A
-// cluster's contribution is always the first piece of its range and ownership always comes later, so every wait
-// is on a unit that its cluster reaches without waiting: no cycle (all clusters are co-resident: a persistent grid).
-struct WorkSchedule {
-  const HopperParams& p;
-  int cluster_id, clusters;
-  int w;                        // next data-parallel item
-  int pos, end;                 // this cluster's stream-K range of k-iterations (tile-major, k-minor); the host
-                                // keeps sk_tiles x k_tiles below 2^31
-
-  __device__ WorkSchedule(const HopperParams& params, int id, int count)
-      : p(params), cluster_id(id), clusters(count), w(id), pos(range_begin(id)), end(range_begin(id + 1)) {}
-  __device__ int dp_work() const { return p.total_work - p.sk_tiles; }
-  __device__ int range_begin(int c) const {
-    return int(std::int64_t(p.sk_tiles) * p.k_tiles * c / clusters);
-  }
-
-  __device__ bool next(WorkUnit& u) {
-    if (w < dp_work()) {
-      u.t = decode_work(p, w);
-      u.k_begin = u.t.split * p.k_tiles_per_split;
-      u.k_end = min(u.k_begin + p.k_tiles_per_split, p.k_tiles);
-      u.contribute_slot = -1;
-      u.contributors = 0;
-      w += clusters;
-      u.has_next = w < dp_work() || pos < end;
-      return true;
-    }
-    if (pos >= end) return false;
-    const int q = pos / p.k_tiles;                      // stream-K tile
-    u.t = decode_work(p, dp_work() + q);
-    u.k_begin = pos - q * p.k_tiles;
-    u.k_end = min(p.k_tiles, u.k_begin + (end - pos));
-    u.contribute_slot = u.k_begin > 0 ? cluster_id : -1;
-    u.contributors = 0;
-    if (u.k_begin == 0 && u.k_end < p.k_tiles) {
-      // The clusters whose ranges start inside this tile's remaining k-iterations.
-      const int tile_end = (q + 1) * p.k_tiles;
-      u.first_contributor = cluster_id + 1;
-      int c = cluster_id + 1;
-      while (c < clusters && range_begin(c) < tile_end) ++c;
-      u.contributors = c - u.first_contributor;
-    }
-    pos += u.k_end - u.k_begin;
-    u.has_next = pos < end;
-    return true;
-  }
-};
+// The work order (rasterized data-parallel tiles, then stream-K's shared k-iterations): WorkSchedule in
+// kernels/common/work_schedule.hpp, host-and-device so that a CPU test walks it.
+using aispflow::kernels::WorkSchedule;
+using aispflow::kernels::WorkTile;
+using aispflow::kernels::WorkUnit;
 
 __device__ __forceinline__ int load_acquire(const int* flag) {
   int v;
@@ -414,7 +335,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         constexpr int kSlotFloats = kSlices * 128 * kAcc;
         auto slot = [&](int c) { return p.sk_partials + ((std::int64_t(c) * cluster_size + rank) * 2 + wg) * kSlotFloats; };
         auto flag = [&](int c) { return p.sk_flags + (c * cluster_size + rank) * 2 + wg; };
+        // A warpgroup whose rows all lie past M (decode: M = 64 leaves the second 64-row slice empty) has nothing
+        // to hand over: its contributors and its owner skip the slot and the flag alike (same tile, same rows).
+        const bool rows_live = m0 + first_slice * 64 < p.m;
         if (unit.contribute_slot >= 0) {
+          if (!rows_live) continue;
           float4* out = reinterpret_cast<float4*>(slot(unit.contribute_slot));
 #pragma unroll
           for (int h = 0; h < kSlices; ++h)
@@ -429,7 +354,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           }
           continue;
         }
-        if (unit.contributors > 0) {
+        if (unit.contributors > 0 && rows_live) {
           if (tid == 0)
             for (int c = unit.first_contributor; c < unit.first_contributor + unit.contributors; ++c) {
               while (load_acquire(flag(c)) == 0) {

@@ -162,6 +162,8 @@ class HopperGemm final : public OurKernel {
     // carries it lets a later fit use the real count instead of inferring it (docs/kernels.md).
     if (config_.persistent)
       if (const int clusters = co_resident_clusters(); clusters > 0) j["co_resident_clusters"] = clusters;
+    // Every stream-K configuration also shares all tiles where split-K would otherwise run (small_grid_tiles).
+    if (config_.stream_k) j["stream_k_small_grid"] = true;
     return j;
   }
 
@@ -224,10 +226,18 @@ class HopperGemm final : public OurKernel {
     }
     const int cluster = p.cluster_m * p.cluster_n;
     int clusters = p.total_work;
-    if (config_.persistent) clusters = std::min(clusters, std::max(1, plan->instance.max_clusters(cluster)));
+    const int small_grid = small_grid_tiles(s);
+    if (config_.persistent) {
+      const int resident = std::max(1, plan->instance.max_clusters(cluster));
+      // Small-grid stream-K runs every co-resident cluster (more clusters than tiles: each takes a k-range).
+      clusters = small_grid > 0 ? resident : std::min(clusters, resident);
+      if (small_grid > 0 && std::int64_t(small_grid) * p.k_tiles < clusters)
+        throw std::logic_error("small-grid stream-K with an empty k-range");   // stream_k_small_grid_tiles keeps >= 4
+    }
     plan->ctas = clusters * cluster;
     if (config_.stream_k && !config_.ping_pong() && p.splits == 1 && config_.persistent) {
-      p.sk_tiles = stream_k_tiles(p.total_work, clusters, p.k_tiles, config_.block_m, config_.block_n);
+      p.sk_tiles = small_grid > 0 ? small_grid
+                                  : stream_k_tiles(p.total_work, clusters, p.k_tiles, config_.block_m, config_.block_n);
       if (p.sk_tiles > 0) {
         // One slot per consumer warpgroup: its share of the tile, block_m x block_n / 256 floats a thread.
         const std::size_t slot_floats = std::size_t(128) * (config_.block_m * config_.block_n / 256);
@@ -278,8 +288,11 @@ class HopperGemm final : public OurKernel {
   std::string stream_k_text(const GemmShape& s) const {
     const DeviceInfo* d = first_device();
     if (config_.ping_pong() || splits_that_run(s) > 1 || !d || d->compute_capability() != 90)
-      return "stream-K when the last wave's idle time outweighs the fix-up";
+      return "stream-K when the last wave's idle time outweighs the fix-up, or where split-K would run";
     const int clusters = co_resident_clusters();
+    if (const int all = small_grid_tiles(s); all > 0)
+      return "stream-K: all " + std::to_string(all) + " tiles shared by " + std::to_string(clusters) +
+             " clusters (a grid the tiles cannot fill; instead of split-K)";
     const std::int64_t tiles = ceil_div(ceil_div(s.m, config_.block_m), config_.cluster_m) *
                                ceil_div(ceil_div(s.n, config_.block_n), config_.cluster_n) * s.batch;
     const int shared =
@@ -319,9 +332,25 @@ class HopperGemm final : public OurKernel {
   int splits_for(const GemmShape& s) const {
     if (config_.split_k > 0) return config_.split_k;
     if (!config_.persistent) return 1;
+    if (small_grid_tiles(s) > 0) return 1;   // stream-K takes the place of split-K
     const DeviceInfo* d = first_device();
     return auto_split_k({s.m, s.n, s.k, s.batch}, config_.block_m, config_.block_n, config_.fp8 ? 128 : 64,
                         d ? d->sm_count : 132);
+  }
+
+  // Small-grid stream-K (a `_sk` configuration where auto split-K would run: the tiles cannot fill the GPU): the
+  // cluster tiles to share, all of them, or 0 (gemm_pick_model.cpp's stream_k_small_grid_tiles, which the pick
+  // model applies too). Needs the device's co-resident cluster count: 0 without a Hopper GPU.
+  int small_grid_tiles(const GemmShape& s) const {
+    if (!config_.stream_k || config_.ping_pong() || !config_.persistent || config_.split_k != 0) return 0;
+    const DeviceInfo* d = first_device();
+    const int clusters = co_resident_clusters();
+    if (!d || clusters <= 0) return 0;
+    const int bk = config_.fp8 ? 128 : 64;
+    if (auto_split_k({s.m, s.n, s.k, s.batch}, config_.block_m, config_.block_n, bk, d->sm_count) <= 1) return 0;
+    const std::int64_t tiles = ceil_div(ceil_div(s.m, config_.block_m), config_.cluster_m) *
+                               ceil_div(ceil_div(s.n, config_.block_n), config_.cluster_n) * s.batch;
+    return stream_k_small_grid_tiles(tiles, int(ceil_div(s.k, bk)), clusters);
   }
 
   // The splits that run: every split takes ceil(k_tiles / requested) k-tiles, so fewer splits may be needed

@@ -23,8 +23,10 @@ struct HopperConfig {
   // takes whole tiles in turn, one's epilogue under the other's mainloop (bf16, block_n 128).
   // (fp8 is cooperative only: NOTES.md steps 12-16.)
   std::string schedule = "cooperative";
-  // Stream-K for the last wave (cooperative schedules): when the tiles leave the last wave partly empty, the
-  // last tiles' k-iterations are shared out evenly among all clusters, partial tiles fixed up in the kernel.
+  // Stream-K (cooperative schedules): when the tiles leave the last wave partly empty, the last tiles'
+  // k-iterations are shared out evenly among all clusters; where the tiles cannot fill the GPU at all (decode,
+  // where split-K would run), every tile's are, by every co-resident cluster. Partial tiles are fixed up in the
+  // kernel (no second reduce kernel).
   bool stream_k = false;
   // fp8: promote the tensor cores' partial sums into fp32 every this many k-tiles (128 K each): 1 (the most
   // exact) or 4 (the pipe drains a quarter as often; more rounding, still verified against the fp8 tolerance).

@@ -1,0 +1,110 @@
+#pragma once
+// The order in which ours.cluster's persistent clusters take their work (kernels/cuda/ours/hopper_gemm.cuh): the
+// rasterized data-parallel tiles, then stream-K's shared k-iterations. Host-and-device, and templated on the
+// parameter block (HopperParams on the GPU), so that a plain unit test can walk every cluster's sequence on the
+// CPU and check what the kernel relies on: each k-iteration of each tile is done once, every shared tile has one
+// owner, and no wait can close a cycle (tests/unit/test_work_schedule.cpp).
+//
+// Params needs: batch, cm_tiles, cn_tiles, raster_group, total_work, sk_tiles, k_tiles, k_tiles_per_split.
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define AISPFLOW_HOST_DEVICE __host__ __device__
+#else
+#define AISPFLOW_HOST_DEVICE
+#endif
+
+namespace aispflow::kernels {
+
+// Work item -> (split, batch, cluster row, cluster column), rasterized in bands of `raster_group` cluster-rows.
+struct WorkTile {
+  int split, batch, cm, cn;
+};
+
+template <class Params>
+AISPFLOW_HOST_DEVICE inline WorkTile decode_work(const Params& p, int w) {
+  const int per_split = p.batch * p.cm_tiles * p.cn_tiles;
+  WorkTile t;
+  t.split = w / per_split;
+  int rest = w % per_split;
+  const int per_batch = p.cm_tiles * p.cn_tiles;
+  t.batch = rest / per_batch;
+  rest %= per_batch;
+  const int band = p.raster_group * p.cn_tiles;
+  const int first = (rest / band) * p.raster_group;
+  const int rows = p.raster_group < p.cm_tiles - first ? p.raster_group : p.cm_tiles - first;
+  const int local = rest % band;
+  t.cm = first + local % rows;
+  t.cn = local / rows;
+  return t;
+}
+
+// One unit of a cluster's work: k-tiles [k_begin, k_end) of tile `t`, and what to do with the result.
+struct WorkUnit {
+  WorkTile t;
+  int k_begin = 0, k_end = 0;
+  int contribute_slot = -1;     // stream-K: >= 0: a partial tile, written to this cluster's slot, not stored
+  int first_contributor = 0;    // stream-K owner: clusters [first, first + count) hold the rest of the tile
+  int contributors = 0;
+  bool has_next = false;        // another unit follows on this cluster
+};
+
+// The sequence of units a cluster works on; the kernel's producer and consumers walk the same one.
+// Data-parallel phase: whole work items w = cluster_id, cluster_id + clusters, ... below dp_work.
+// Stream-K phase (p.sk_tiles > 0: the last sk_tiles tiles, which would otherwise leave the last wave partly empty,
+// or every tile of a grid they cannot fill): their sk_tiles x k_tiles k-iterations are cut into `clusters` equal
+// contiguous ranges, one per cluster. A range crosses tile boundaries: the piece of a tile that does not start at
+// the tile's first k-tile is a contribution (fp32 partial, written to the cluster's slot, flagged); the piece that
+// does is the owner's, which waits for the flags of the clusters that continue the tile, adds their partials and
+// runs the epilogue. A cluster's contribution is always the first piece of its range and ownership always comes
+// later, so every wait is on a unit that its cluster reaches without waiting: no cycle, provided every cluster is
+// co-resident (a persistent grid) and no range is empty (the host keeps sk_tiles x k_tiles >= clusters; an empty
+// range inside a tile would be counted as a contributor that never writes).
+template <class Params>
+struct WorkSchedule {
+  const Params& p;
+  int cluster_id, clusters;
+  int w;                        // next data-parallel item
+  int pos, end;                 // this cluster's stream-K range of k-iterations (tile-major, k-minor); the host
+                                // keeps sk_tiles x k_tiles below 2^31
+
+  AISPFLOW_HOST_DEVICE WorkSchedule(const Params& params, int id, int count)
+      : p(params), cluster_id(id), clusters(count), w(id), pos(range_begin(id)), end(range_begin(id + 1)) {}
+  AISPFLOW_HOST_DEVICE int dp_work() const { return p.total_work - p.sk_tiles; }
+  AISPFLOW_HOST_DEVICE int range_begin(int c) const {
+    return int(std::int64_t(p.sk_tiles) * p.k_tiles * c / clusters);
+  }
+
+  AISPFLOW_HOST_DEVICE bool next(WorkUnit& u) {
+    if (w < dp_work()) {
+      u.t = decode_work(p, w);
+      u.k_begin = u.t.split * p.k_tiles_per_split;
+      u.k_end = u.k_begin + p.k_tiles_per_split < p.k_tiles ? u.k_begin + p.k_tiles_per_split : p.k_tiles;
+      u.contribute_slot = -1;
+      u.contributors = 0;
+      w += clusters;
+      u.has_next = w < dp_work() || pos < end;
+      return true;
+    }
+    if (pos >= end) return false;
+    const int q = pos / p.k_tiles;                      // stream-K tile
+    u.t = decode_work(p, dp_work() + q);
+    u.k_begin = pos - q * p.k_tiles;
+    u.k_end = u.k_begin + (end - pos) < p.k_tiles ? u.k_begin + (end - pos) : p.k_tiles;
+    u.contribute_slot = u.k_begin > 0 ? cluster_id : -1;
+    u.contributors = 0;
+    if (u.k_begin == 0 && u.k_end < p.k_tiles) {
+      // The clusters whose ranges start inside this tile's remaining k-iterations.
+      const int tile_end = (q + 1) * p.k_tiles;
+      u.first_contributor = cluster_id + 1;
+      int c = cluster_id + 1;
+      while (c < clusters && range_begin(c) < tile_end) ++c;
+      u.contributors = c - u.first_contributor;
+    }
+    pos += u.k_end - u.k_begin;
+    u.has_next = pos < end;
+    return true;
+  }
+};
+
+}  // namespace aispflow::kernels
