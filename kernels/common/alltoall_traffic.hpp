@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/common/host_device.hpp"
+
 namespace aispflow::comm {
 
 // Elements sender `any` sends to each destination (identical for every sender).
@@ -36,11 +38,6 @@ double gini(const std::vector<std::int64_t>& values);
 // max / mean of the values; 0 when the mean is 0.
 double max_over_mean(const std::vector<std::int64_t>& values);
 
-#ifdef __CUDACC__
-#define AISPFLOW_HOST_DEVICE __host__ __device__
-#else
-#define AISPFLOW_HOST_DEVICE
-#endif
 // The value of element `index` that `src` sends to `dst`: the receiver recomputes it to verify every
 // element. Truncated to the element width; never constant along the index, so zeros never pass. Inline and
 // host/device so the NCCL transport writes and checks the same pattern on the GPU.

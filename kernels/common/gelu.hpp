@@ -5,11 +5,7 @@
 // hold it against independently computed values on a machine without a GPU (tests/unit/test_gelu.cpp).
 #include <cmath>
 
-#if defined(__CUDACC__)
-#define AISPFLOW_HOST_DEVICE __host__ __device__
-#else
-#define AISPFLOW_HOST_DEVICE
-#endif
+#include "kernels/common/host_device.hpp"
 
 namespace aispflow::kernels {
 

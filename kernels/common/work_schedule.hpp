@@ -8,11 +8,7 @@
 // Params needs: batch, cm_tiles, cn_tiles, raster_group, total_work, sk_tiles, k_tiles, k_tiles_per_split.
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define AISPFLOW_HOST_DEVICE __host__ __device__
-#else
-#define AISPFLOW_HOST_DEVICE
-#endif
+#include "kernels/common/host_device.hpp"
 
 namespace aispflow::kernels {
 
