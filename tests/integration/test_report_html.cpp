@@ -1,7 +1,8 @@
 // The HTML report in a real browser (headless Chromium): the report of workflows/roofline.yaml run on the CPU
 // backend, opened from file://. Once its script ran, the DOM holds every node, every record row and the plots; the
-// screenshot is not blank; the file names no http(s) resource; a 5,000-record report stays under 5 MB and draws in
-// under 2 s. Each check is also fed its broken case (a page whose script throws, a blank page, a page with an http
+// screenshot is not blank; the file names no http(s) resource; a 5,000-record report stays under 5 MB and draws
+// every record (its 2 s drawing target is timed by bench/run_report_bench.sh, not here: a timed test fails on a
+// busy machine for reasons that are not the page's). Each check is also fed its broken case (a page whose script throws, a blank page, a page with an http
 // resource) and must catch it. `aispflow report RUN_A RUN_B` exits 3 on a regression. Without Chromium the browser
 // tests skip, saying why.
 #include <gtest/gtest.h>
@@ -183,7 +184,7 @@ TEST_F(ReportHtmlTest, TheScreenshotIsNotBlank) {
 }
 #endif
 
-TEST_F(ReportHtmlTest, FiveThousandRecordsStayUnder5MBAndDrawUnder2s) {
+TEST_F(ReportHtmlTest, FiveThousandRecordsStayUnder5MBAndAllDraw) {
   // A synthetic run: one sweep node with 5,000 verified records.
   const fs::path run = dir_ / "big";
   json records = json::array();
@@ -213,8 +214,7 @@ TEST_F(ReportHtmlTest, FiveThousandRecordsStayUnder5MBAndDrawUnder2s) {
   const auto at = dom.find("data-render-ms=\"");
   ASSERT_NE(at, std::string::npos);
   const double ms = std::stod(dom.substr(at + 16));
-  EXPECT_GT(ms, 0.0);
-  EXPECT_LT(ms, 2000.0);
+  EXPECT_GT(ms, 0.0);   // the page timed its drawing; bench/run_report_bench.sh holds it to 2 s
   std::printf("5,000 records: %.1f MB, drawn in %.0f ms\n", double(fs::file_size(html)) / 1e6, ms);
 }
 
