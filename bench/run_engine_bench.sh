@@ -12,6 +12,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+source "$ROOT/bench/provenance.sh"
 BUILD=$(cd "${1:-$ROOT/build}" && pwd)
 BIN=$BUILD/aispflow
 ENGINE=$BUILD/bench/engine_bench
@@ -75,16 +76,12 @@ inprocess=$("$ENGINE" --nodes 10000 --repeats 9)
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 mkdir -p "$(dirname "$OUT")"
-jq -n \
-  --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
-  --arg commit "$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)" \
-  --arg cpu "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')" \
-  --argjson cores "$(nproc)" \
+jq -n --argjson p "$(provenance "$ROOT")" \
   --arg load_before "$load_before" --arg load_after "$load_after" \
   --arg version "$("$BIN" --version)" \
   --argjson disk "$disk" --argjson shm "$shm" --argjson inprocess "$inprocess" \
-  '{benchmark: "engine", date: $date, commit: $commit, aispflow: $version,
-    machine: {cpu: $cpu, cores: $cores, load_average_before: $load_before, load_average_after: $load_after},
+  '{benchmark: "engine", date: $p.date, commit: $p.commit, aispflow: $version,
+    machine: ($p.machine + {load_average_before: $load_before, load_average_after: $load_after}),
     workflow: "1,101 command nodes: 1000 leaves -> 100 mids (10 leaves each) -> 1 final; default --jobs",
     targets: {first_run_s: 5, cached_rerun_s: 0.05, scheduling_us_per_node: 10},
     command_workflow: ([$disk] + (if $shm == null then [] else [$shm] end)),

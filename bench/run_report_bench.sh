@@ -12,6 +12,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+source "$ROOT/bench/provenance.sh"
 BUILD=$(cd "${1:-$ROOT/build}" && pwd)
 BIN=$BUILD/aispflow
 OUT=$ROOT/bench/results/cpu/report_draw.json
@@ -63,14 +64,10 @@ done
 
 stats=$(printf '%s\n' "${times[@]}" | jq -s 'sort | {median: .[length / 2 | floor], min: .[0], max: .[-1], runs: length}')
 mkdir -p "$(dirname "$OUT")"
-jq -n \
-  --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
-  --arg commit "$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)" \
-  --arg cpu "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')" \
-  --argjson cores "$(nproc)" \
+jq -n --argjson p "$(provenance "$ROOT")" \
   --arg browser "$(chromium --version 2> /dev/null | head -1)" \
   --argjson records "$RECORDS" --argjson bytes "$bytes" --argjson draw "$stats" \
-  '{benchmark: "report_draw", date: $date, commit: $commit, machine: {cpu: $cpu, cores: $cores}, browser: $browser,
+  '{benchmark: "report_draw", date: $p.date, commit: $p.commit, machine: $p.machine, browser: $browser,
     records: $records, report_bytes: $bytes, draw_ms: $draw,
     targets: {report_bytes_below: 5000000, draw_ms_median_below: 2000},
     met: (($bytes < 5000000) and ($draw.median < 2000))}' > "$OUT"

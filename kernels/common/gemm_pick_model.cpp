@@ -194,13 +194,16 @@ PickPrediction predict_pick(const PickShape& s, const std::string& dtype, const 
                        (fill > 0 ? c.partial_wave_floor + (1.0 - c.partial_wave_floor) * fill : 0.0);
   p.waves = double(p.work_items) / double(concurrent);
 
-  const double area = double(cfg.block_m) * cfg.block_n;
-  double efficiency = tile_efficiency(cfg.block_m, cfg.block_n, c);
-  if (efficiency <= 0) {
-    // An unfitted constant (0): no evidence prices this tile, and a default pick must not rest on a guess.
+  // A constant at 0 is unfitted: no record has run what it prices, and a default pick must not rest on a guess,
+  // so such a configuration is never picked (infinite time). Autotune still tries it.
+  auto unpriced = [&p] {
     p.time = std::numeric_limits<double>::infinity();
     return p;
-  }
+  };
+  const double area = double(cfg.block_m) * cfg.block_n;
+  double efficiency = tile_efficiency(cfg.block_m, cfg.block_n, c);
+  if (efficiency <= 0) return unpriced();
+  if (small_grid > 0 && c.stream_k_small_grid_slowdown <= 0) return unpriced();
   if (cfg.schedule == "pingpong") efficiency *= c.pingpong_efficiency;
   if (cfg.promotion_interval > 1) efficiency *= c.promote4_efficiency;   // 4: the only longer interval built
   // A 1x2 pair shares A (the rows): its coupling is priced apart from a 2x1 pair's (decode, M = 64, is where
@@ -221,11 +224,7 @@ PickPrediction predict_pick(const PickShape& s, const std::string& dtype, const 
 
   p.time = waves * (double(tif) * double(per_split) + c.item_overhead_ktiles) * t_k;
   if (small_grid > 0) {
-    // Every tile's k-iterations spread evenly over the clusters, plus the fix-up; unfitted: never picked.
-    if (c.stream_k_small_grid_slowdown <= 0) {
-      p.time = std::numeric_limits<double>::infinity();
-      return p;
-    }
+    // Every tile's k-iterations spread evenly over the clusters, plus the fix-up.
     p.time = (double(small_grid) * double(k_tiles) / double(slots) * c.stream_k_small_grid_slowdown +
               c.item_overhead_ktiles + stream_k_price_ktiles(cfg.block_m, cfg.block_n)) * t_k;
     return p;

@@ -202,6 +202,28 @@ TEST(GemmPickModel, AnUnfittedTileIsNeverTheDefaultPick) {
   EXPECT_GE(taken, 1) << "with a guessed rate the 256-row tile is never picked: this test no longer shows the guard";
 }
 
+// Small-grid stream-K (a `_sk` configuration where split-K would run) is unpriced until records have run it: the
+// default keeps the plain configuration there; priced as a guess (the data-parallel rate) it would take over decode.
+TEST(GemmPickModel, UnpricedSmallGridStreamKIsNeverTheDefaultPick) {
+  const PickConfig plain = config(128, 1, 1);
+  PickConfig shared = plain;
+  shared.stream_k = true;
+  shared.stream_k_small_grid = true;
+  const std::vector<PickConfig> configs = {plain, shared};
+  const auto& c = h100_pick_constants();
+  ASSERT_EQ(c.stream_k_small_grid_slowdown, 0.0);
+  const std::vector<PickShape> decode = {{64, 2880, 4096}, {64, 5120, 2880}, {1, 8192, 8192}};
+  for (const auto& s : decode) EXPECT_EQ(pick_argmin(s, "bf16", configs, c), 0u) << s.m << "x" << s.n << "x" << s.k;
+  PickConstants guessed = c;
+  guessed.stream_k_small_grid_slowdown = 1.0;
+  int taken = 0;
+  for (const auto& s : decode) taken += pick_argmin(s, "bf16", configs, guessed) == 1 ? 1 : 0;
+  EXPECT_GE(taken, 1) << "priced at the data-parallel rate it is never picked: this test no longer shows the guard";
+  // Records before 2026-11-26 (no stream_k_small_grid) split K there: priced as the plain configuration.
+  shared.stream_k_small_grid = false;
+  EXPECT_EQ(predict_pick(decode[0], "bf16", shared, c).time, predict_pick(decode[0], "bf16", plain, c).time);
+}
+
 // The fit gives a constant a value only where records exercise it: fitted on evidence without a 256-row candidate
 // it stays unfitted (a random restart's draw would otherwise stick); with one, the fit prices it.
 TEST(GemmPickModel, TheFitLeavesUnexercisedConstantsUnfitted) {

@@ -11,7 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <tuple>
+#include <utility>
 #include <stdexcept>
 #include <vector>
 
@@ -228,7 +228,7 @@ class HopperGemm final : public OurKernel {
     int clusters = p.total_work;
     const int small_grid = small_grid_tiles(s);
     if (config_.persistent) {
-      const int resident = std::max(1, plan->instance.max_clusters(cluster));
+      const int resident = std::max(1, co_resident_clusters(mn));
       // Small-grid stream-K runs every co-resident cluster (more clusters than tiles: each takes a k-range).
       clusters = small_grid > 0 ? resident : std::min(clusters, resident);
       if (small_grid > 0 && std::int64_t(small_grid) * p.k_tiles < clusters)
@@ -309,19 +309,19 @@ class HopperGemm final : public OurKernel {
   int stages() const { return hopper_instance(instance_key(false)).stages; }
 
   // How many clusters of this configuration's size the first device holds at once (cudaOccupancyMaxActiveClusters
-  // for this instance: a cluster lives in one GPC, so on the H100 2x2 clusters get fewer than 132 / 4 slots);
-  // 0 without a Hopper device. Asked once per instance and cluster size.
-  int co_resident_clusters() const {
+  // for the instance that runs: a cluster lives in one GPC, so on the H100 2x2 clusters get fewer than 132 / 4
+  // slots); 0 without a Hopper device. Asked once per compiled kernel and cluster size; bind() sizes the
+  // persistent grid with it, config() and the stream-K rules report and price the same number.
+  int co_resident_clusters(bool b_mn_major = false) const {
     const DeviceInfo* d = first_device();
     if (!d || d->compute_capability() != 90) return 0;
-    static std::mutex mutex;
-    static std::map<std::tuple<bool, int, int, bool, int, int>, int> known;
-    const HopperInstanceKey key = instance_key(false);
+    const HopperInstance inst = hopper_instance(instance_key(b_mn_major));
     const int size = config_.cluster_m * config_.cluster_n;
-    const auto id = std::make_tuple(key.fp8, key.block_m, key.block_n, key.ping_pong, key.promote_every, size);
+    static std::mutex mutex;
+    static std::map<std::pair<void (*)(const HopperLaunchArgs&, cudaStream_t), int>, int> known;
     std::lock_guard<std::mutex> lock(mutex);
+    const auto id = std::make_pair(inst.launch, size);
     if (const auto it = known.find(id); it != known.end()) return it->second;
-    const HopperInstance inst = hopper_instance(key);
     inst.prepare();   // the occupancy query sees the instance's dynamic shared memory only once it is allowed
     return known[id] = inst.max_clusters(size);
   }
