@@ -184,6 +184,13 @@ TEST(GemmPickModel, ConfigFromTheProvidersJson) {
   EXPECT_THROW(pick_config_from_json(odd), std::invalid_argument);
 }
 
+// On how many of `shapes` the model picks configs[1] over configs[0] (the unpriced-guard tests below).
+int second_picked(const std::vector<PickShape>& shapes, const std::vector<PickConfig>& configs, const PickConstants& c) {
+  int taken = 0;
+  for (const auto& s : shapes) taken += pick_argmin(s, "bf16", configs, c) == 1 ? 1 : 0;
+  return taken;
+}
+
 // A tile no committed record has run (256x128: its efficiency constant is 0, unfitted) is never the default pick;
 // priced as a guess (the 128x256 tile's rate) it would be, on decode, where its 128-column tiles double the
 // work items that fill the wave: the guard is what keeps it out.
@@ -194,12 +201,10 @@ TEST(GemmPickModel, AnUnfittedTileIsNeverTheDefaultPick) {
   const auto& c = h100_pick_constants();
   ASSERT_EQ(c.tile_efficiency_256x128, 0.0);
   const std::vector<PickShape> shapes = {{4096, 4096, 4096}, {64, 8192, 8192}, {128, 4096, 4096}, {8192, 1024, 4096}};
-  for (const auto& s : shapes) EXPECT_EQ(pick_argmin(s, "bf16", configs, c), 0u) << s.m << "x" << s.n << "x" << s.k;
+  EXPECT_EQ(second_picked(shapes, configs, c), 0);
   PickConstants guessed = c;
   guessed.tile_efficiency_256x128 = 1.0;
-  int taken = 0;
-  for (const auto& s : shapes) taken += pick_argmin(s, "bf16", configs, guessed) == 1 ? 1 : 0;
-  EXPECT_GE(taken, 1) << "with a guessed rate the 256-row tile is never picked: this test no longer shows the guard";
+  EXPECT_GE(second_picked(shapes, configs, guessed), 1) << "with a guessed rate the 256-row tile is never picked: this test no longer shows the guard";
 }
 
 // Small-grid stream-K (a `_sk` configuration where split-K would run) is unpriced until records have run it: the
@@ -213,12 +218,10 @@ TEST(GemmPickModel, UnpricedSmallGridStreamKIsNeverTheDefaultPick) {
   const auto& c = h100_pick_constants();
   ASSERT_EQ(c.stream_k_small_grid_slowdown, 0.0);
   const std::vector<PickShape> decode = {{64, 2880, 4096}, {64, 5120, 2880}, {1, 8192, 8192}};
-  for (const auto& s : decode) EXPECT_EQ(pick_argmin(s, "bf16", configs, c), 0u) << s.m << "x" << s.n << "x" << s.k;
+  EXPECT_EQ(second_picked(decode, configs, c), 0);
   PickConstants guessed = c;
   guessed.stream_k_small_grid_slowdown = 1.0;
-  int taken = 0;
-  for (const auto& s : decode) taken += pick_argmin(s, "bf16", configs, guessed) == 1 ? 1 : 0;
-  EXPECT_GE(taken, 1) << "priced at the data-parallel rate it is never picked: this test no longer shows the guard";
+  EXPECT_GE(second_picked(decode, configs, guessed), 1) << "priced at the data-parallel rate it is never picked: this test no longer shows the guard";
   // Records before 2026-11-26 (no stream_k_small_grid) split K there: priced as the plain configuration.
   shared.stream_k_small_grid = false;
   EXPECT_EQ(predict_pick(decode[0], "bf16", shared, c).time, predict_pick(decode[0], "bf16", plain, c).time);
