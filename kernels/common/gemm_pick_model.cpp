@@ -55,6 +55,8 @@ const std::vector<PickConstantRef>& pick_constant_refs() {
       {"splitk_cost_per_mb", &PickConstants::splitk_cost_per_mb, 0.0, 20.0, "time per MB of split-K traffic"},
       {"promote4_efficiency", &PickConstants::promote4_efficiency, 0.5, 1.5,
        "math rate of fp8 promoting every 4 k-tiles vs every k-tile"},
+      {"stagger_efficiency", &PickConstants::stagger_efficiency, 0.7, 1.5,
+       "math rate of promote4 with the consumers promoting half an interval apart vs in step"},
       {"stream_k_slowdown", &PickConstants::stream_k_slowdown, 1.0, 3.0,
        "stream-K phase: time per k-iteration vs data-parallel"},
       {"stream_k_small_grid_slowdown", &PickConstants::stream_k_small_grid_slowdown, 1.0, 3.0,
@@ -97,6 +99,8 @@ const PickConstants& h100_pick_constants() {
     // Unfitted (0): small-grid stream-K (2026-11-26) has not run on a GPU yet; until records price it, the model
     // does not pick a `_sk` configuration where it would engage (the plain configurations split K there).
     k.stream_k_small_grid_slowdown = 0;
+    // Unfitted (0): staggered promotion (NOTES.md step 21) has not run yet.
+    k.stagger_efficiency = 0;
     k.pingpong_efficiency = 1.0859052346658382;
     k.load_cost = 0.171875;
     k.dram_weight = 0.21571850000000001;
@@ -206,6 +210,10 @@ PickPrediction predict_pick(const PickShape& s, const std::string& dtype, const 
   if (small_grid > 0 && c.stream_k_small_grid_slowdown <= 0) return unpriced();
   if (cfg.schedule == "pingpong") efficiency *= c.pingpong_efficiency;
   if (cfg.promotion_interval > 1) efficiency *= c.promote4_efficiency;   // 4: the only longer interval built
+  if (cfg.promotion_stagger > 0) {
+    if (c.stagger_efficiency <= 0) return unpriced();
+    efficiency *= c.stagger_efficiency;
+  }
   // A 1x2 pair shares A (the rows): its coupling is priced apart from a 2x1 pair's (decode, M = 64, is where
   // the two differ: A is a sliver there and sharing it buys little).
   const double pair_a = (cfg.cluster_m == 1 && cfg.cluster_n == 2) ? c.cluster_1x2_extra : 0.0;
@@ -290,6 +298,7 @@ PickConfig pick_config_from_json(const nlohmann::json& j) {
   c.tiles_in_flight_per_cta = c.schedule == "pingpong" ? 2 : 1;
   c.stream_k = j.value("stream_k", false);
   c.promotion_interval = j.value("promotion_interval", 1);
+  c.promotion_stagger = j.value("promotion_stagger", 0);   // absent before 2026-11-26's staggered configurations
   c.slots = j.value("co_resident_clusters", 0);   // absent in records written before 2026-11-26
   c.stream_k_small_grid = j.value("stream_k_small_grid", false);   // likewise: those `_sk` records split K there
   return c;

@@ -31,6 +31,7 @@ struct PickConfig {
   bool stream_k_small_grid = false;     // ... and, where split-K would run (the tiles cannot fill the GPU), every
                                         // tile shared instead (stream_k_small_grid_tiles); records since 2026-11-26
   int promotion_interval = 1;           // fp8: k-tiles between promotions into fp32
+  int promotion_stagger = 0;            // fp8: k-tiles the second consumer warpgroup's promotions lag (0 = in step)
   int slots = 0;                        // co-resident clusters (the kernel's occupancy query, which its grid
                                         // uses); 0 = unknown: sms / cluster size, 2x2: cluster4_slots
 };
@@ -43,6 +44,8 @@ struct PickConstants {
   double tile_efficiency_256x128 = 1;   // ... of a 256x128 tile (two m64n128 wgmmas per consumer and k-step)
   double pingpong_efficiency = 1;   // math rate of a ping-pong tile relative to a cooperative one of its size
   double promote4_efficiency = 1;   // math rate of fp8 promoting every 4 k-tiles relative to every k-tile
+  double stagger_efficiency = 0;    // math rate of promote4 with the consumers half an interval apart vs in step;
+                                    // 0 = unfitted (no record has run it: never picked)
   double load_cost = 0;             // time of one 16 KB operand slab (128 rows x 128 B) issued per CTA per k-tile
   double dram_weight = 0;           // DRAM slabs per k-tile (the shape's compulsory bytes per FLOP) vs L2 slabs
   double overlap_sharpness = 8;     // p of the smooth max (math^p + load^p)^(1/p): how well loads hide

@@ -171,6 +171,9 @@ TEST(GemmPickModel, ConfigFromTheProvidersJson) {
   EXPECT_EQ(pick_config_from_json(cooperative).slots, 0);
   cooperative["co_resident_clusters"] = 31;
   EXPECT_EQ(pick_config_from_json(cooperative).slots, 31);
+  EXPECT_EQ(pick_config_from_json(cooperative).promotion_stagger, 0);
+  cooperative["promotion_stagger"] = 2;
+  EXPECT_EQ(pick_config_from_json(cooperative).promotion_stagger, 2);
   auto no_tile = j;
   no_tile.erase("tile");
   try {
@@ -185,9 +188,10 @@ TEST(GemmPickModel, ConfigFromTheProvidersJson) {
 }
 
 // On how many of `shapes` the model picks configs[1] over configs[0] (the unpriced-guard tests below).
-int second_picked(const std::vector<PickShape>& shapes, const std::vector<PickConfig>& configs, const PickConstants& c) {
+int second_picked(const std::vector<PickShape>& shapes, const std::vector<PickConfig>& configs, const PickConstants& c,
+                  const std::string& dtype = "bf16") {
   int taken = 0;
-  for (const auto& s : shapes) taken += pick_argmin(s, "bf16", configs, c) == 1 ? 1 : 0;
+  for (const auto& s : shapes) taken += pick_argmin(s, dtype, configs, c) == 1 ? 1 : 0;
   return taken;
 }
 
@@ -198,8 +202,8 @@ TEST(GemmPickModel, AnUnfittedTileIsNeverTheDefaultPick) {
   PickConfig tall = config(128, 1, 1);
   tall.block_m = 256;
   const std::vector<PickConfig> configs = {config(256, 1, 1), tall};
-  const auto& c = h100_pick_constants();
-  ASSERT_EQ(c.tile_efficiency_256x128, 0.0);
+  PickConstants c = h100_pick_constants();
+  c.tile_efficiency_256x128 = 0;   // unfitted (as before 2026-11-26's records)
   const std::vector<PickShape> shapes = {{4096, 4096, 4096}, {64, 8192, 8192}, {128, 4096, 4096}, {8192, 1024, 4096}};
   EXPECT_EQ(second_picked(shapes, configs, c), 0);
   PickConstants guessed = c;
@@ -215,8 +219,8 @@ TEST(GemmPickModel, UnpricedSmallGridStreamKIsNeverTheDefaultPick) {
   shared.stream_k = true;
   shared.stream_k_small_grid = true;
   const std::vector<PickConfig> configs = {plain, shared};
-  const auto& c = h100_pick_constants();
-  ASSERT_EQ(c.stream_k_small_grid_slowdown, 0.0);
+  PickConstants c = h100_pick_constants();
+  c.stream_k_small_grid_slowdown = 0;   // unfitted (as before 2026-11-26's records)
   const std::vector<PickShape> decode = {{64, 2880, 4096}, {64, 5120, 2880}, {1, 8192, 8192}};
   EXPECT_EQ(second_picked(decode, configs, c), 0);
   PickConstants guessed = c;
@@ -225,6 +229,21 @@ TEST(GemmPickModel, UnpricedSmallGridStreamKIsNeverTheDefaultPick) {
   // Records before 2026-11-26 (no stream_k_small_grid) split K there: priced as the plain configuration.
   shared.stream_k_small_grid = false;
   EXPECT_EQ(predict_pick(decode[0], "bf16", shared, c).time, predict_pick(decode[0], "bf16", plain, c).time);
+}
+
+// Staggered fp8 promotion likewise: unpriced, never the default; priced as a gain, it would be.
+TEST(GemmPickModel, UnpricedStaggeredPromotionIsNeverTheDefaultPick) {
+  PickConfig in_step = config(192, 2, 1, 128);
+  in_step.promotion_interval = 4;
+  PickConfig staggered = in_step;
+  staggered.promotion_stagger = 2;
+  const std::vector<PickConfig> configs = {in_step, staggered};
+  PickConstants c = h100_pick_constants();
+  c.stagger_efficiency = 0;
+  const std::vector<PickShape> squares = {{4096, 4096, 4096}, {8192, 8192, 8192}};
+  EXPECT_EQ(second_picked(squares, configs, c, "fp8_e4m3"), 0);
+  c.stagger_efficiency = 1.05;
+  EXPECT_EQ(second_picked(squares, configs, c, "fp8_e4m3"), 2) << "a 5% faster rate does not win: this test no longer shows the guard";
 }
 
 // The fit gives a constant a value only where records exercise it: fitted on evidence without a 256-row candidate

@@ -282,6 +282,26 @@ __global__ void __launch_bounds__(kThreads, 1)
         float part[kAcc];
         int kt = k_begin;
         if constexpr (PromoteEvery > 1) {
+          // One k-tile into the temporary, drained and promoted at once.
+          auto promote_one_k_tile = [&] {
+            const int s = int(it % kStages);
+            mbar_wait(&full[s], (it / kStages) & 1);
+            wgmma_fence();
+            fence_registers(part);
+            issue(part, stage_a + s * kASlab + wg * 64 * kRowBytes, stage_b + s * kBSlab, false);
+            wgmma_commit();
+            wgmma_wait<0>();
+            fence_registers(part);
+            release(s);
+#pragma unroll
+            for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
+          };
+          // Staggered promotion (p.promotion_stagger, half an interval): warpgroup 1 first promotes that many
+          // k-tiles one at a time, so that from then on its drains fall mid-interval of warpgroup 0's, whose
+          // queued wgmmas keep the tensor pipe busy. Written as a loop with a run-time count, like the tail
+          // below: a branch around a wait would make ptxas serialize every wgmma (step 16).
+          const int lead = wg == 1 ? min(p.promotion_stagger, k_end - k_begin) : 0;
+          for (int j = 0; j < lead; ++j, ++kt, ++it) promote_one_k_tile();
           // Promotion every PromoteEvery k-tiles (CUTLASS's "promotion interval" x 4): the k-tiles of one interval
           // are issued back to back into the temporary, one group in flight while the next is issued, and the
           // pipe drains once per interval instead of once per k-tile. The temporary then sums PromoteEvery x 128 K
@@ -312,20 +332,24 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
             for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
           }
-        }
-        // One k-tile at a time (with an interval: the last k_tiles % PromoteEvery of them).
-        for (; kt < k_end; ++kt, ++it) {
-          const int s = int(it % kStages);
-          mbar_wait(&full[s], (it / kStages) & 1);
-          wgmma_fence();
-          fence_registers(part);
-          issue(part, stage_a + s * kASlab + wg * 64 * kRowBytes, stage_b + s * kBSlab, false);
-          wgmma_commit();
-          wgmma_wait<0>();
-          fence_registers(part);
-          release(s);
+          // The k-tiles left after the last whole interval.
+          for (; kt < k_end; ++kt, ++it) promote_one_k_tile();
+        } else {
+          // One k-tile at a time. (Written out, not through the lambda: with the lambda merely defined in this
+          // branch, ptxas spills 20 bytes in the 128 x 192 instance.)
+          for (; kt < k_end; ++kt, ++it) {
+            const int s = int(it % kStages);
+            mbar_wait(&full[s], (it / kStages) & 1);
+            wgmma_fence();
+            fence_registers(part);
+            issue(part, stage_a + s * kASlab + wg * 64 * kRowBytes, stage_b + s * kBSlab, false);
+            wgmma_commit();
+            wgmma_wait<0>();
+            fence_registers(part);
+            release(s);
 #pragma unroll
-          for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
+            for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
+          }
         }
       }
 

@@ -147,7 +147,8 @@ class HopperGemm final : public OurKernel {
                   splits_that_run(c.shape) > 1 ? "fp32 partials + reduce kernel" : "bf16 via swizzled smem + TMA store");
     std::string out = text + row_padding(c.shape, config_.fp8 ? 1 : 2, !mn).describe();
     if (config_.fp8)
-      out += "; fp8 partial sums promoted to fp32 every " + std::to_string(128 * config_.promotion_interval) + " K";
+      out += "; fp8 partial sums promoted to fp32 every " + std::to_string(128 * config_.promotion_interval) + " K" +
+             (config_.staggered_promotion ? " (the two consumer warpgroups half an interval apart)" : "");
     return config_.stream_k ? out + "; " + stream_k_text(c.shape) : out;
   }
 
@@ -164,6 +165,7 @@ class HopperGemm final : public OurKernel {
       if (const int clusters = co_resident_clusters(); clusters > 0) j["co_resident_clusters"] = clusters;
     // Every stream-K configuration also shares all tiles where split-K would otherwise run (small_grid_tiles).
     if (config_.stream_k) j["stream_k_small_grid"] = true;
+    if (config_.staggered_promotion) j["promotion_stagger"] = promotion_stagger();
     return j;
   }
 
@@ -214,6 +216,7 @@ class HopperGemm final : public OurKernel {
     if (p.splits != int(ceil_div(p.k_tiles, p.k_tiles_per_split))) throw std::logic_error("split-K count disagrees");
     p.total_work = p.splits * p.batch * p.cm_tiles * p.cn_tiles;
     p.raster_group = config_.raster_group;
+    p.promotion_stagger = promotion_stagger();
     if (config_.fp8) {
       p.scale_a = problem.device_scale_a();
       p.scale_b = problem.device_scale_b();
@@ -356,6 +359,11 @@ class HopperGemm final : public OurKernel {
   // The splits that run: every split takes ceil(k_tiles / requested) k-tiles, so fewer splits may be needed
   // than requested (K = 2880 is 45 k-tiles: 11 requested give 5 per split, i.e. 9 splits). The record's
   // `kernel` names these, not the request.
+  // k-tiles that consumer warpgroup 1 promotes one at a time before its first interval: half an interval.
+  int promotion_stagger() const {
+    return config_.fp8 && config_.staggered_promotion ? config_.promotion_interval / 2 : 0;
+  }
+
   int splits_that_run(const GemmShape& s) const {
     const std::int64_t k_tiles = ceil_div(s.k, config_.fp8 ? 128 : 64);
     const std::int64_t per_split = ceil_div(k_tiles, splits_for(s));
@@ -371,7 +379,8 @@ std::string HopperConfig::name() const {
   return std::to_string(block_m) + "x" + std::to_string(block_n) + "x" + std::to_string(fp8 ? 128 : 64) + "_c" + std::to_string(cluster_m) +
          "x" + std::to_string(cluster_n) + (persistent ? "_persistent" : "") +
          (split_k > 0 ? "_splitk" + std::to_string(split_k) : "") + (schedule == "cooperative" ? "" : "_" + schedule) + (stream_k ? "_sk" : "") +
-         (promotion_interval > 1 ? "_promote" + std::to_string(promotion_interval) : "");
+         (promotion_interval > 1 ? "_promote" + std::to_string(promotion_interval) : "") +
+         (staggered_promotion ? "_stagger" : "");
 }
 
 namespace {
@@ -423,6 +432,13 @@ std::vector<std::unique_ptr<OurKernel>> cluster_kernels() {
         for (bool sk : {false, true})
           out.push_back(
               make_hopper_kernel({"ours.cluster", true, bn, cm, cn, true, 8, 0, "cooperative", sk, interval}));
+  // The same, the two consumer warpgroups promoting half an interval apart (NOTES.md step 21).
+  for (int bn : {192, 128})
+    for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}}) {
+      HopperConfig staggered{"ours.cluster", true, bn, cm, cn, true, 8, 0, "cooperative", false, 4};
+      staggered.staggered_promotion = true;
+      out.push_back(make_hopper_kernel(staggered));
+    }
   // Stream-K for the last wave, on the clusters that win large shapes (2x1) and without a cluster.
   for (int bn : {256, 192, 128})
     for (auto [cm, cn] : {std::pair{2, 1}, std::pair{1, 1}})

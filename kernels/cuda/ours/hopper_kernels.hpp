@@ -34,9 +34,13 @@ struct HopperConfig {
   // Rows of a tile: 128, or 256 (bf16, cooperative, block_n 128: each consumer warpgroup 128 rows, two m64n128
   // wgmmas per k-step, cuBLASLt's bf16 tile; listed last so that positional initializers above stay valid).
   int block_m = 128;
+  // fp8 with promotion_interval > 1: the two consumer warpgroups promote half an interval apart, so that one
+  // warpgroup's drain (wait for its wgmmas, add into fp32) falls while the other still has wgmmas queued.
+  // Without it both drain at the same k-tile and the tensor pipe idles (NOTES.md step 21).
+  bool staggered_promotion = false;
   bool ping_pong() const { return schedule == "pingpong"; }
 
-  // "128x256x64_c2x1_persistent" (+ "_pingpong", "_sk", "_promote4"): how options and tables name it.
+  // "128x256x64_c2x1_persistent" (+ "_pingpong", "_sk", "_promote4", "_stagger"): how options and tables name it.
   std::string name() const;
 };
 
