@@ -1,7 +1,9 @@
 // The ours.cluster default-pick model (kernels/common/gemm_pick_model.hpp) against autotune evidence:
 //
-//   fit_pick_model [--fit] [--loo] [--robust] [PATH...]   PATH: a record file or a directory
-//                                                          (default bench/results/h100)
+//   fit_pick_model [--fit] [--loo] [--robust] [--penalty X] [--restarts N] [--seed S] [PATH...]
+//                  PATH: a record file or a directory (default bench/results/h100); --penalty, --restarts and
+//                  --seed set the fit's FitOptions (gemm_pick_fit.hpp: the pick penalty per record, the random
+//                  starts, their seed)
 //
 // Prints, per autotuned ours.cluster record, the configuration the model picks, the measured winner and their
 // same-round ratio (winner time / pick time), with the committed constants; --fit re-fits the constants on all
@@ -81,13 +83,21 @@ void print_constants(const PickConstants& c) {
 
 int main(int argc, char** argv) {
   bool fit = false, loo = false, robust = false;
+  FitOptions options;
   std::vector<std::string> paths;
   for (int i = 1; i < argc; ++i) {
+    const bool has_value = i + 1 < argc;
     if (!std::strcmp(argv[i], "--fit")) fit = true;
+    else if (!std::strcmp(argv[i], "--penalty") && has_value) options.pick_penalty = std::stod(argv[++i]);
+    else if (!std::strcmp(argv[i], "--restarts") && has_value) options.restarts = std::stoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--seed") && has_value) options.seed = unsigned(std::stoul(argv[++i]));
     else if (!std::strcmp(argv[i], "--loo")) loo = true;
     else if (!std::strcmp(argv[i], "--robust")) robust = true;
     else if (argv[i][0] == '-') {
-      std::fprintf(stderr, "usage: %s [--fit] [--loo] [--robust] [record file or directory...]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--fit] [--loo] [--robust] [--penalty X] [--restarts N] [--seed S] "
+                   "[record file or directory...]\n",
+                   argv[0]);
       return 2;
     } else paths.push_back(argv[i]);
   }
@@ -106,9 +116,9 @@ int main(int argc, char** argv) {
     report(evidence, h100_pick_constants());
     if (robust) robustness(evidence, h100_pick_constants());
     if (fit) {
-      const PickConstants c = fit_pick_constants(evidence, h100_pick_constants());
+      const PickConstants c = fit_pick_constants(evidence, h100_pick_constants(), options);
       std::printf("\n== fitted on %zu records (loss %.4f; committed %.4f)\n", evidence.size(),
-                  pick_loss(evidence, c, {}), pick_loss(evidence, h100_pick_constants(), {}));
+                  pick_loss(evidence, c, options), pick_loss(evidence, h100_pick_constants(), options));
       print_constants(c);
       report(evidence, c);
     }
@@ -122,7 +132,7 @@ int main(int argc, char** argv) {
       for (std::size_t i = 0; i < evidence.size(); ++i) {
         std::vector<PickEvidence> rest = evidence;
         rest.erase(rest.begin() + std::ptrdiff_t(i));
-        const PickOutcome o = evaluate_pick(evidence[i], fit_pick_constants(rest, neutral));
+        const PickOutcome o = evaluate_pick(evidence[i], fit_pick_constants(rest, neutral, options));
         within += o.ratio() >= kTarget ? 1 : 0;
         worst = std::min(worst, o.ratio());
         std::printf("%-90s pick %-30s %.3f\n", evidence[i].source.c_str(),

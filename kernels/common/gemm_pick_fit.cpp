@@ -121,7 +121,10 @@ double pick_loss(const std::vector<PickEvidence>& evidence, const PickConstants&
     for (std::size_t i = 0; i < e.candidates.size(); ++i) {
       const auto t = e.fit_ms(i);
       if (!e.candidates[i].ok || !t) continue;
-      predicted.push_back(std::log(predict_pick(e.shape, e.dtype, e.candidates[i].config, c, sms).time));
+      // An unpriced candidate (an unfitted constant: infinite time, never picked) has no residual to weigh.
+      const double time = predict_pick(e.shape, e.dtype, e.candidates[i].config, c, sms).time;
+      if (!std::isfinite(time)) continue;
+      predicted.push_back(std::log(time));
       measured.push_back(std::log(*t));
     }
     if (measured.empty()) continue;

@@ -10,6 +10,7 @@ HopperInstance hopper_instance_bf16_kmajor(int block_m, int block_n, bool ping_p
   if (block_m != 128) return {};
   if (ping_pong) return block_n == 128 ? hopper_instance_of<false, 128, 128, false, true>() : HopperInstance{};
   switch (block_n) {
+    case 64: return hopper_instance_of<false, 128, 64, false, false>();
     case 128: return hopper_instance_of<false, 128, 128, false, false>();
     case 192: return hopper_instance_of<false, 128, 192, false, false>();
     case 256: return hopper_instance_of<false, 128, 256, false, false>();

@@ -7,6 +7,7 @@ namespace aispflow::kernels::cuda::ours {
 
 HopperInstance hopper_instance_fp8(int block_n, int promote_every) {
   switch (block_n * 10 + promote_every) {
+    case 644: return hopper_instance_of<true, 128, 64, false, false, 4>();
     case 1281: return hopper_instance_of<true, 128, 128, false, false, 1>();
     case 1921: return hopper_instance_of<true, 128, 192, false, false, 1>();
     case 1284: return hopper_instance_of<true, 128, 128, false, false, 4>();

@@ -439,6 +439,13 @@ std::vector<std::unique_ptr<OurKernel>> cluster_kernels() {
       staggered.staggered_promotion = true;
       out.push_back(make_hopper_kernel(staggered));
     }
+  // 128 x 64 tiles for decode (NOTES.md step 22): M = 64 leaves the tiles few (2880 / 128 = 23), and split-K
+  // pays a reduce kernel and a short mainloop per CTA; cuBLASLt's decode kernel runs 64-column tiles over the
+  // whole K. bf16 (B either way) and fp8 promoting every 4 k-tiles.
+  for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}, std::pair{1, 2}})
+    out.push_back(make_hopper_kernel({"ours.cluster", false, 64, cm, cn, true, 8, 0}));
+  for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}})
+    out.push_back(make_hopper_kernel({"ours.cluster", true, 64, cm, cn, true, 8, 0, "cooperative", false, 4}));
   // Stream-K for the last wave, on the clusters that win large shapes (2x1) and without a cluster.
   for (int bn : {256, 192, 128})
     for (auto [cm, cn] : {std::pair{2, 1}, std::pair{1, 1}})
