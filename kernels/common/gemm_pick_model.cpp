@@ -51,6 +51,8 @@ const std::vector<PickConstantRef>& pick_constant_refs() {
       {"cluster_1x2_extra", &PickConstants::cluster_1x2_extra, -0.2, 0.5, "extra math of a 1x2 pair over a 2x1 one"},
       {"item_overhead_ktiles", &PickConstants::item_overhead_ktiles, 0.0, 16.0,
        "fixed cost per work item, in its k-tiles"},
+      {"cluster_item_overhead_ktiles", &PickConstants::cluster_item_overhead_ktiles, 0.0, 16.0,
+       "extra fixed cost per work item of a cluster, in k-tiles"},
       {"partial_wave_floor", &PickConstants::partial_wave_floor, 0.6, 1.0,
        "cost of an almost empty last wave vs a full one"},
       {"splitk_cost_per_mb", &PickConstants::splitk_cost_per_mb, 0.0, 20.0, "time per MB of split-K traffic"},
@@ -75,48 +77,50 @@ nlohmann::json to_json(const PickConstants& c) {
 }
 
 // Fitted by bench/tools/fit_pick_model (kernels/common/gemm_pick_fit.cpp) on every autotuned ours.cluster
-// record under bench/results/h100 at the time of fitting (198 records; 2026-11-26, `fit_pick_model --fit
-// --penalty 20 --restarts 30 --seed 3`): cluster_gemm/sweep.json and rerun-4770130/epilogue.json (the first 21,
-// 8-12 candidates each), unaligned/ (12), issue22/first-006f8d4/ and issue22/ (the ping-pong, stream-K and fp8
-// promote4 configurations, 22-32 candidates each), and issue22/run-c95b997/ (55 records, 26-30 candidates: the
-// 256x128 tile, small-grid stream-K and staggered promotion, each record with its co-resident cluster count).
-// All 198 picks land within 3 % of the winner (worst 0.974). The constants before this fit, which had not seen
-// run-c95b997, picked within 3 % on 52 of its 55 records (the three misses: 3000 x 5000 x 2001, where 2x2 wins).
-// The fit has more than one good basin (with the default options it landed on 191 of 198): these digits are the
-// fit's own (17), and `fit_pick_model --robust` says how many picks hold when one constant moves (docs/kernels.md).
+// record under bench/results/h100 at the time of fitting (253 records; 2026-11-26, `fit_pick_model --fit
+// --penalty 20 --restarts 40 --seed 11`, the best of six seeds): cluster_gemm/sweep.json and
+// rerun-4770130/epilogue.json (the first 21, 8-12 candidates each), unaligned/ (12), issue22/first-006f8d4/ and
+// issue22/ (the ping-pong, stream-K and fp8 promote4 configurations, 22-32 candidates each), issue22/run-c95b997/
+// (55 records: the 256x128 tile, small-grid stream-K, staggered promotion) and issue22/run-679dabc/ (55: the
+// 128x64 tile as well); the last two carry each configuration's co-resident cluster count. 247 of the 253 picks
+// land within 3 % of the winner (worst 0.947); the six misses are listed in tests/unit/test_gemm_pick_model.cpp
+// and docs/kernels.md. The fit has more than one good basin: these digits are the fit's own (17), and
+// `fit_pick_model --robust` says how many picks hold when one constant moves (docs/kernels.md).
 const PickConstants& h100_pick_constants() {
   static const PickConstants c = [] {
     PickConstants k;
-    k.tile_efficiency_192 = 0.90594561762579895;
-    k.tile_efficiency_128 = 0.80235815995996784;
-    // Unfitted (0): the 128x64 decode tile (NOTES.md step 22) has not run yet; never picked until records price it.
-    k.tile_efficiency_64 = 0;
+    k.tile_efficiency_192 = 0.77865197690069188;
+    k.tile_efficiency_128 = 0.67351000244952008;
+    // The 128x64 tile (NOTES.md step 22): slower per FLOP, but it fills grids that 128-column tiles leave half
+    // empty (128 x 8192 x 8192, 1000^3).
+    k.tile_efficiency_64 = 0.3079762553359614;
     // The 256x128 tile (NOTES.md step 18): 2-10 % slower than 128x256 on the squares (probe), never the winner
-    // in the records; the fit prices it at the 128x256 rate and lets the other terms keep it out.
-    k.tile_efficiency_256x128 = 0.99999999991597233;
+    // in the records.
+    k.tile_efficiency_256x128 = 0.96975809420230019;
     // Co-resident 2x2 clusters where a record does not carry the count (those before 2026-11-26). The H100's
     // occupancy query says 30 (run-c95b997's records carry it): a cluster lives in one GPC, and the H100's GPCs
     // are not all multiples of 4 SMs. The fit, which only the older records inform, lands next to it.
-    k.cluster4_slots = 30.168941036925315;
-    // Small-grid stream-K (NOTES.md step 20): each decode k-iteration about 25 % dearer than split-K's, on top of
-    // the fix-up; it never wins decode in the records.
-    k.stream_k_small_grid_slowdown = 1.2451060368118867;
+    k.cluster4_slots = 30.363610755065778;
+    // Small-grid stream-K (NOTES.md step 20): each decode k-iteration about 11 % dearer than a data-parallel one,
+    // on top of the fix-up; it never wins decode in the records.
+    k.stream_k_small_grid_slowdown = 1.1123026989520355;
     // Staggered fp8 promotion (NOTES.md step 21): slower than in step.
-    k.stagger_efficiency = 0.96323775733796246;
-    k.pingpong_efficiency = 1.0489095107186586;
-    k.load_cost = 0.47174849531784357;
-    k.dram_weight = 0.80930325243505763;
-    k.overlap_sharpness = 2;
-    k.cluster2_cost_bf16 = 0.2891838646761915;
-    k.cluster4_cost_bf16 = 0.37996547632200661;
-    k.cluster2_cost_fp8 = 0.4602553449338303;
-    k.cluster4_cost_fp8 = 0.59999999999999998;
-    k.cluster_1x2_extra = 0.07971960712036219;
-    k.item_overhead_ktiles = 6.0107939484989856;
-    k.partial_wave_floor = 0.60382778061752906;
-    k.splitk_cost_per_mb = 0.37953569026741718;
-    k.promote4_efficiency = 1.2782157255635818;
-    k.stream_k_slowdown = 1.1747986011436731;
+    k.stagger_efficiency = 0.93604165383653293;
+    k.pingpong_efficiency = 1.0550391806511286;
+    k.load_cost = 0.34709098454020493;
+    k.dram_weight = 8.6502934730456182;
+    k.overlap_sharpness = 2.388619701682579;
+    k.cluster2_cost_bf16 = 0.047449212682070148;
+    k.cluster4_cost_bf16 = 0.18331717040041318;
+    k.cluster2_cost_fp8 = 0.32289572035902619;
+    k.cluster4_cost_fp8 = 0.5930262942565605;
+    k.cluster_1x2_extra = 0.11836175765368952;
+    k.item_overhead_ktiles = 3.498966904765437;
+    k.cluster_item_overhead_ktiles = 0.5757782755976365;
+    k.partial_wave_floor = 0.63803981216028915;
+    k.splitk_cost_per_mb = 0.47036571287927398;
+    k.promote4_efficiency = 1.3823536281394353;
+    k.stream_k_slowdown = 1.1831723640153009;
     return k;
   }();
   return c;
@@ -232,11 +236,14 @@ PickPrediction predict_pick(const PickShape& s, const std::string& dtype, const 
   const double q = c.overlap_sharpness;
   const double t_k = std::pow(std::pow(math, q) + std::pow(load, q), 1.0 / q);
 
-  p.time = waves * (double(tif) * double(per_split) + c.item_overhead_ktiles) * t_k;
+  // A cluster's work item also pays its coupling once (the pair's pipelines fill together): it shows where items
+  // are short, as decode's split-K makes them.
+  const double item_overhead = c.item_overhead_ktiles + (cluster > 1 ? c.cluster_item_overhead_ktiles : 0.0);
+  p.time = waves * (double(tif) * double(per_split) + item_overhead) * t_k;
   if (small_grid > 0) {
     // Every tile's k-iterations spread evenly over the clusters, plus the fix-up.
     p.time = (double(small_grid) * double(k_tiles) / double(slots) * c.stream_k_small_grid_slowdown +
-              c.item_overhead_ktiles + stream_k_price_ktiles(cfg.block_m, cfg.block_n)) * t_k;
+              item_overhead + stream_k_price_ktiles(cfg.block_m, cfg.block_n)) * t_k;
     return p;
   }
   const int shared = cfg.stream_k && p.splits == 1 && tif == 1
@@ -246,9 +253,9 @@ PickPrediction predict_pick(const PickShape& s, const std::string& dtype, const 
     // The last wave's idle part is shared out: the data-parallel waves, then the shared tiles' k-iterations
     // spread evenly (at the stream-K phase's own rate), plus the fix-up.
     const double dp_waves = (double(p.work_items) - shared) / double(concurrent);
-    p.time = (dp_waves * (double(k_tiles) + c.item_overhead_ktiles) +
+    p.time = (dp_waves * (double(k_tiles) + item_overhead) +
               double(shared) / double(concurrent) *
-                  (double(k_tiles) * c.stream_k_slowdown + c.item_overhead_ktiles) +
+                  (double(k_tiles) * c.stream_k_slowdown + item_overhead) +
               stream_k_price_ktiles(cfg.block_m, cfg.block_n)) * t_k;
   }
   if (p.splits > 1) {

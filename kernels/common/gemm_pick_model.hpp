@@ -56,6 +56,7 @@ struct PickConstants {
   double cluster4_cost_fp8 = 0;     // ... of a 2x2 cluster, fp8
   double cluster_1x2_extra = 0;     // extra math of a 1x2 pair (A shared) over a 2x1 one (B shared)
   double item_overhead_ktiles = 0;  // fixed cost of a work item (pipeline fill, epilogue), in its k-tiles
+  double cluster_item_overhead_ktiles = 0;   // ... and the extra of a cluster's item (its CTAs fill together)
   double partial_wave_floor = 1;    // a partial last wave costs floor + (1 - floor) x fill of a full one
   double splitk_cost_per_mb = 0;    // split-K: time per MB of fp32 partial traffic (written, read) + output
   double stream_k_slowdown = 1;     // stream-K phase time per k-iteration vs a data-parallel one (its clusters run

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "kernels/common/gemm_pick_fit.hpp"
@@ -24,17 +25,34 @@ PickConfig config(int bn, int cm, int cn, int bk = 64) {
   return c;
 }
 
-// Records whose pick is known to miss 3% with the committed constants, each with its measured gap (docs/kernels.md
-// lists them). A record that misses and is not listed fails the test (re-fit with bench/tools/fit_pick_model
-// --fit, or list it here with its gap and say so in docs/kernels.md). None since cluster4_slots (2026-11-26).
-const std::set<std::string> kKnownMisses = {};
+// Records whose pick is known to miss 3% with the committed constants (their path under bench/results/h100 and
+// case), each with the ratio it must still reach: the measured gap, a little rounded down (docs/kernels.md lists
+// them). A record that misses and is not listed fails the test (re-fit with bench/tools/fit_pick_model --fit, or
+// list it here with its gap and say so in docs/kernels.md), and so does a listed one that falls below its floor.
+const std::map<std::string, double> kKnownMisses = {
+    // The 128x64 tile wins by 5 % where the model keeps 128x128 in a 1x2 pair (both fill 128 slots).
+    {"issue22/run-679dabc/cluster_gemm/run/nodes/sweep/artifact.json: lab_m128_n8192_k8192 bf16 nn none", 0.94},
+    // fp8 decode: 128x64 promote4 picked, 128x128 promote-every-k-tile wins by 4 %.
+    {"issue22/run-679dabc/kernel_selector/run/nodes/select/artifact.json: decode_b64_attn_out fp8_e4m3 nt none", 0.955},
+    // fp8 1000 x 1000 x 1001 (unaligned.yaml, four runs): a cluster wins by 4-5 % where the model takes none.
+    {"issue22/run-679dabc/unaligned/run/nodes/fp8/artifact.json: m1000_n1000_k1001 fp8_e4m3 nt none", 0.955},
+    {"issue22/run-c95b997/unaligned/run/nodes/fp8/artifact.json: m1000_n1000_k1001 fp8_e4m3 nt none", 0.945},
+    {"issue22/unaligned/run/nodes/fp8/artifact.json: m1000_n1000_k1001 fp8_e4m3 nt none", 0.955},
+    {"unaligned/fp8.json: m1000_n1000_k1001 fp8_e4m3 nt none", 0.955},
+};
+
+// A record's source without the checkout's own path: what kKnownMisses names.
+std::string relative_source(const std::string& source) {
+  return source.rfind(kEvidenceDir + "/", 0) == 0 ? source.substr(kEvidenceDir.size() + 1) : source;
+}
 
 TEST(GemmPickModel, EveryCommittedAutotunePickWithin3PercentOfTheWinner) {
   const auto evidence = read_pick_evidence_dir(kEvidenceDir);
-  // 143 records when last fitted (kernels/common/gemm_pick_model.cpp says which).
-  ASSERT_GE(evidence.size(), 143u) << "the committed autotune evidence was not found under " << kEvidenceDir;
+  // 253 records when last fitted (kernels/common/gemm_pick_model.cpp says which).
+  ASSERT_GE(evidence.size(), 253u) << "the committed autotune evidence was not found under " << kEvidenceDir;
   int within = 0;
   double worst = 1;
+  std::set<std::string> listed_found;
   for (const auto& e : evidence) {
     const PickOutcome o = evaluate_pick(e, h100_pick_constants());
     ASSERT_TRUE(o.round) << e.source << ": no round timed both the pick and the winner";
@@ -42,12 +60,15 @@ TEST(GemmPickModel, EveryCommittedAutotunePickWithin3PercentOfTheWinner) {
     worst = std::min(worst, o.ratio());
     std::printf("%s: pick %s, winner %s, %s ratio %.3f\n", e.source.c_str(), e.candidates[o.pick].config.name.c_str(),
                 e.candidates[e.winner].config.name.c_str(), o.round->round.c_str(), o.ratio());
-    if (!kKnownMisses.count(e.source)) {
-      EXPECT_GE(o.ratio(), 0.97) << e.source << ": the model picks " << e.candidates[o.pick].config.name
-                                 << ", the winner is " << e.candidates[e.winner].config.name;
-    }
+    const auto known = kKnownMisses.find(relative_source(e.source));
+    if (known != kKnownMisses.end()) listed_found.insert(known->first);
+    EXPECT_GE(o.ratio(), known == kKnownMisses.end() ? 0.97 : known->second)
+        << e.source << ": the model picks " << e.candidates[o.pick].config.name << ", the winner is "
+        << e.candidates[e.winner].config.name;
   }
   std::printf("%d of %zu records within 3%%; worst ratio %.3f\n", within, evidence.size(), worst);
+  for (const auto& [source, floor] : kKnownMisses)
+    EXPECT_TRUE(listed_found.count(source)) << "a listed miss names no committed record: " << source;
 }
 
 // The check above can fail: with fp8 clusters made expensive, the batched MoE fp8 records (whose winner is a 2x1
