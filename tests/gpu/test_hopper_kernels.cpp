@@ -1,6 +1,7 @@
 // ours.wgmma / ours.cluster at the kernel level: every configuration, on the odd shapes the issue names and on
 // batched and split-K cases, either computes the case correctly (poisoned output, every element against the GPU
 // fp32-accumulating reference) or says why it cannot; and the configuration choices hold where no GPU is needed.
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <set>
@@ -89,12 +90,17 @@ TEST(HopperKernels, TheTallTileIsAConfigurationTheDefaultDoesNotPick) {
   }
 }
 
-// The `kernel` string names the split-K that runs, not the one requested: M=64, N=1536, K=2880 asks for 11 splits
-// (132 SMs over 6 tiles, capped at 45 k-tiles / 4), and 45 k-tiles in splits of ceil(45/11) = 5 make 9.
+// The `kernel` string names the split-K that runs, not the one requested: M=64, N=1536, K=2880 on 128 x 256 tiles
+// asks for 11 splits (132 SMs over 6 tiles, capped at 45 k-tiles / 4), and 45 k-tiles in splits of
+// ceil(45/11) = 5 make 9.
 TEST(HopperKernels, KernelNamesTheSplitKThatRuns) {
   const auto cluster = ours::cluster_kernels();
   const GemmCase decode{shape_of(64, 1536, 2880), "bf16", "nt", "none"};
-  const std::string id = cluster.at(ours::pick_cluster(cluster, decode))->identity(decode);
+  const auto wide = std::find_if(cluster.begin(), cluster.end(), [](const auto& k) {
+    return k->config()["name"] == "128x256x64_c1x1_persistent";
+  });
+  ASSERT_NE(wide, cluster.end());
+  const std::string id = (*wide)->identity(decode);
   EXPECT_NE(id.find("split-k 9;"), std::string::npos) << id;
   EXPECT_EQ(id.find("split-k 11"), std::string::npos) << id;
 }

@@ -281,9 +281,16 @@ __global__ void __launch_bounds__(kThreads, 1)
         // steps 7 and 12-16: what was tried, and why most of it lost to ptxas serializing the wgmmas).
         float part[kAcc];
         int kt = k_begin;
-        if constexpr (PromoteEvery > 1) {
-          // One k-tile into the temporary, drained and promoted at once.
-          auto promote_one_k_tile = [&] {
+        // Staggered promotion (p.promotion_stagger, half an interval; PromoteEvery > 1): warpgroup 1 first promotes
+        // that many k-tiles one at a time, so that from then on its drains fall mid-interval of warpgroup 0's, whose
+        // queued wgmmas keep the tensor pipe busy. Phase 0 runs those k-tiles and then the whole intervals, phase 1
+        // the k-tiles left; the phase loop is unrolled, so no branch chooses a wait at run time (a branch around a
+        // wait makes ptxas serialize every wgmma, step 16; and a lambda for the one-k-tile step spilled, step 21).
+        const int lead = PromoteEvery > 1 && wg == 1 ? min(p.promotion_stagger, k_end - k_begin) : 0;
+#pragma unroll
+        for (int phase = 0; phase < 2; ++phase) {
+          // One k-tile at a time: into the temporary, drained and promoted at once.
+          for (const int stop = phase == 0 ? k_begin + lead : k_end; kt < stop; ++kt, ++it) {
             const int s = int(it % kStages);
             mbar_wait(&full[s], (it / kStages) & 1);
             wgmma_fence();
@@ -293,62 +300,41 @@ __global__ void __launch_bounds__(kThreads, 1)
             wgmma_wait<0>();
             fence_registers(part);
             release(s);
-#pragma unroll
-            for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
-          };
-          // Staggered promotion (p.promotion_stagger, half an interval): warpgroup 1 first promotes that many
-          // k-tiles one at a time, so that from then on its drains fall mid-interval of warpgroup 0's, whose
-          // queued wgmmas keep the tensor pipe busy. Written as a loop with a run-time count, like the tail
-          // below: a branch around a wait would make ptxas serialize every wgmma (step 16).
-          const int lead = wg == 1 ? min(p.promotion_stagger, k_end - k_begin) : 0;
-          for (int j = 0; j < lead; ++j, ++kt, ++it) promote_one_k_tile();
-          // Promotion every PromoteEvery k-tiles (CUTLASS's "promotion interval" x 4): the k-tiles of one interval
-          // are issued back to back into the temporary, one group in flight while the next is issued, and the
-          // pipe drains once per interval instead of once per k-tile. The temporary then sums PromoteEvery x 128 K
-          // at the tensor cores' precision: more rounding, which the same verification bounds. The interval is
-          // unrolled at compile time on purpose: with a run-time interval (a wait<0> or wait<1> chosen by a
-          // branch) ptxas serializes every wgmma ("C7518 ... WG.DP in divergent path", NOTES.md step 16;
-          // tests/build/check_ptxas.cmake keeps such a kernel out of the build).
-          for (; kt + PromoteEvery <= k_end; kt += PromoteEvery) {
-#pragma unroll
-            for (int j = 0; j < PromoteEvery; ++j) {
-              const std::uint32_t at = it + std::uint32_t(j);
-              const int s = int(at % kStages);
-              mbar_wait(&full[s], (at / kStages) & 1);
-              wgmma_fence();
-              fence_registers(part);
-              issue(part, stage_a + s * kASlab + wg * 64 * kRowBytes, stage_b + s * kBSlab, j > 0);
-              wgmma_commit();
-              if (j > 0 && j + 1 < PromoteEvery) {
-                wgmma_wait<1>();   // k-tile j - 1 has been read
-                release(int((at - 1) % kStages));
-              }
-            }
-            wgmma_wait<0>();
-            fence_registers(part);
-            release(int((it + PromoteEvery - 2) % kStages));
-            release(int((it + PromoteEvery - 1) % kStages));
-            it += PromoteEvery;
 #pragma unroll
             for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
           }
-          // The k-tiles left after the last whole interval.
-          for (; kt < k_end; ++kt, ++it) promote_one_k_tile();
-        } else {
-          // One k-tile at a time. (Written out, not through the lambda: with the lambda merely defined in this
-          // branch, ptxas spills 20 bytes in the 128 x 192 instance.)
-          for (; kt < k_end; ++kt, ++it) {
-            const int s = int(it % kStages);
-            mbar_wait(&full[s], (it / kStages) & 1);
-            wgmma_fence();
-            fence_registers(part);
-            issue(part, stage_a + s * kASlab + wg * 64 * kRowBytes, stage_b + s * kBSlab, false);
-            wgmma_commit();
-            wgmma_wait<0>();
-            fence_registers(part);
-            release(s);
+          if constexpr (PromoteEvery > 1) {
+            if (phase == 1) break;
+            // Promotion every PromoteEvery k-tiles (CUTLASS's "promotion interval" x 4): the k-tiles of one
+            // interval are issued back to back into the temporary, one group in flight while the next is issued,
+            // and the pipe drains once per interval instead of once per k-tile. The temporary then sums
+            // PromoteEvery x 128 K at the tensor cores' precision: more rounding, which the same verification
+            // bounds. The interval is unrolled at compile time on purpose: with a run-time interval (a wait<0> or
+            // wait<1> chosen by a branch) ptxas serializes every wgmma ("C7518 ... WG.DP in divergent path",
+            // NOTES.md step 16; tests/build/check_ptxas.cmake keeps such a kernel out of the build).
+            for (; kt + PromoteEvery <= k_end; kt += PromoteEvery) {
 #pragma unroll
-            for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
+              for (int j = 0; j < PromoteEvery; ++j) {
+                const std::uint32_t at = it + std::uint32_t(j);
+                const int s = int(at % kStages);
+                mbar_wait(&full[s], (at / kStages) & 1);
+                wgmma_fence();
+                fence_registers(part);
+                issue(part, stage_a + s * kASlab + wg * 64 * kRowBytes, stage_b + s * kBSlab, j > 0);
+                wgmma_commit();
+                if (j > 0 && j + 1 < PromoteEvery) {
+                  wgmma_wait<1>();   // k-tile j - 1 has been read
+                  release(int((at - 1) % kStages));
+                }
+              }
+              wgmma_wait<0>();
+              fence_registers(part);
+              release(int((it + PromoteEvery - 2) % kStages));
+              release(int((it + PromoteEvery - 1) % kStages));
+              it += PromoteEvery;
+#pragma unroll
+              for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
+            }
           }
         }
       }
