@@ -50,6 +50,12 @@ int main(int argc, char** argv) {
   if (filter.find("raster") != std::string::npos)
     for (int group : {2, 4, 16, 32})
       kernels.push_back(ours::make_hopper_kernel({"raster" + std::to_string(group), false, 256, 2, 1, true, group, 0}));
+  // Split-K sweep (filter "splitsweep"): a decode shape's time against the split count, one CTA per tile and split
+  // (NOTES.md step 24: is the decode gap each CTA's short mainloop, or the number of CTAs streaming?).
+  if (filter.find("splitsweep") != std::string::npos)
+    for (int bn : {128, 192})
+      for (int splits : {1, 2, 3, 4, 6, 8})
+        kernels.push_back(ours::make_hopper_kernel({"splitsweep", false, bn, 1, 1, true, 8, splits}));
   std::mt19937_64 rng(42);
   for (const Case& cs : cases) {
     GemmShape s;
