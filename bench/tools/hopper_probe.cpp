@@ -56,15 +56,6 @@ int main(int argc, char** argv) {
     for (int bn : {128, 192})
       for (int splits : {1, 2, 3, 4, 6, 8})
         kernels.push_back(ours::make_hopper_kernel({"splitsweep", false, bn, 1, 1, true, 8, splits}));
-  // A 256-byte K step (filter "widek", NOTES.md step 25): two 128-byte boxes per operand and stage, so that each
-  // B row is read in 256-byte runs. Against the same tiles with 128 bytes, same split-K rule.
-  if (filter.find("widek") != std::string::npos)
-    for (int bn : {64, 128})
-      for (int halves : {1, 2}) {
-        ours::HopperConfig wide{"widek", false, bn, 1, 1, true, 8, 0};
-        wide.k_halves = halves;
-        kernels.push_back(ours::make_hopper_kernel(wide));
-      }
   std::mt19937_64 rng(42);
   for (const Case& cs : cases) {
     GemmShape s;

@@ -52,14 +52,11 @@ namespace aispflow::kernels::cuda::ours {
 // Named barriers 1 and 2 are the consumers' epilogue barriers; 3 and 4 order the ping-pong mainloops.
 constexpr int kOrderBarrier = 3;
 
-// KHalves: 128-byte swizzle rows of K per stage (1, or 2 for a 256-byte K step: two boxes per operand, each its
-// own swizzled block, NOTES.md step 25).
-template <bool Fp8, int BM, int BN, int KHalves = 1>
+template <bool Fp8, int BM, int BN>
 struct HopperShape {
-  static constexpr int kHalfK = Fp8 ? 128 : 64;                      // elements of K in one 128-byte row
-  static constexpr int kBlockK = kHalfK * KHalves;                   // elements of K per stage
+  static constexpr int kBlockK = Fp8 ? 128 : 64;                     // elements of K per stage (128 bytes)
   static constexpr int kKStep = Fp8 ? 32 : 16;                       // K per wgmma instruction
-  static constexpr int kStageBytes = (BM + BN) * kRowBytes * KHalves;
+  static constexpr int kStageBytes = (BM + BN) * kRowBytes;
   static constexpr int kEpilogueBytes = 2 * 2 * kChunkBytes;         // 2 consumers x double buffer
   static constexpr int kBarrierBytes = 256;
   static constexpr int kStages = ((kSmemLimit - 1024 - kEpilogueBytes - kBarrierBytes) / kStageBytes) > 8
@@ -93,19 +90,18 @@ __device__ __forceinline__ float apply_epilogue(float v, int col, const HopperPa
   return v;
 }
 
-template <bool Fp8, int BM, int BN, bool BMnMajor, bool PingPong, int PromoteEvery, int KHalves = 1>
+template <bool Fp8, int BM, int BN, bool BMnMajor, bool PingPong, int PromoteEvery>
 __global__ void __launch_bounds__(kThreads, 1)
     hopper_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                        const __grid_constant__ CUtensorMap map_c, const HopperParams p) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Shape = HopperShape<Fp8, BM, BN, KHalves>;
-  static_assert(KHalves == 1 || (!Fp8 && !BMnMajor), "a 256-byte K step: bf16 with K-major B only");
+  using Shape = HopperShape<Fp8, BM, BN>;
   static_assert(BM == 128 || (BM == 256 && !Fp8 && !PingPong && BN == 128),
                 "256-row tiles: bf16, cooperative, 128 columns (the accumulators of 128x256)");
   constexpr int kStages = Shape::kStages;
   constexpr int kBlockK = Shape::kBlockK;
-  constexpr int kASlab = BM * kRowBytes * KHalves;     // A bytes per stage (KHalves blocks of BM rows)
-  constexpr int kBSlab = BN * kRowBytes * KHalves;     // B bytes per stage
+  constexpr int kASlab = BM * kRowBytes;               // A bytes per stage
+  constexpr int kBSlab = BN * kRowBytes;               // B bytes per stage
   constexpr int kAcc = BN / 2;                         // accumulators per consumer thread
 
   extern __shared__ std::uint8_t smem_raw[];
@@ -164,29 +160,19 @@ __global__ void __launch_bounds__(kThreads, 1)
           mbar_arrive_expect_tx(&full[s], Shape::kStageBytes);
           std::uint8_t* a_dst = stage_a + s * kASlab;
           std::uint8_t* b_dst = stage_b + s * kBSlab;
-#pragma unroll
-          for (int h = 0; h < KHalves; ++h) {
-            const int kx = kt * kBlockK + h * Shape::kHalfK;
-            std::uint8_t* a_half = a_dst + h * BM * kRowBytes;
-            if (p.cluster_n == 1)
-              tma_load(a_half, &map_a, &full[s], kx, m0, t.batch);
-            else
-              tma_load_multicast(a_half + rank_n * a_rows * kRowBytes, &map_a, &full[s], kx, m0 + rank_n * a_rows,
-                                 t.batch, mask_a);
-          }
+          const int kx = kt * kBlockK;
+          if (p.cluster_n == 1)
+            tma_load(a_dst, &map_a, &full[s], kx, m0, t.batch);
+          else
+            tma_load_multicast(a_dst + rank_n * a_rows * kRowBytes, &map_a, &full[s], kx, m0 + rank_n * a_rows,
+                               t.batch, mask_a);
           if constexpr (!BMnMajor) {
-#pragma unroll
-            for (int h = 0; h < KHalves; ++h) {
-              const int kx = kt * kBlockK + h * Shape::kHalfK;
-              std::uint8_t* b_half = b_dst + h * BN * kRowBytes;
-              if (p.cluster_m == 1)
-                tma_load(b_half, &map_b, &full[s], kx, n0, t.batch);
-              else
-                tma_load_multicast(b_half + rank_m * b_rows * kRowBytes, &map_b, &full[s], kx, n0 + rank_m * b_rows,
-                                   t.batch, mask_b);
-            }
+            if (p.cluster_m == 1)
+              tma_load(b_dst, &map_b, &full[s], kx, n0, t.batch);
+            else
+              tma_load_multicast(b_dst + rank_m * b_rows * kRowBytes, &map_b, &full[s], kx, n0 + rank_m * b_rows,
+                                 t.batch, mask_b);
           } else {
-            const int kx = kt * kBlockK;
             // MN-major B: BN/64 boxes of 64 columns x kBlockK rows, each 8 KB; box j goes to offset j * 8 KB.
             for (int j = 0; j < BN / 64; ++j) {
               if (j % p.cluster_m != rank_m) continue;
@@ -248,15 +234,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       auto issue = [&](float (&d)[kAcc], const std::uint8_t* a, const std::uint8_t* b, bool accumulate_first) {
 #pragma unroll
         for (int kk = 0; kk < kBlockK / Shape::kKStep; ++kk) {
-          // K step kk lies in 128-byte half h (its own swizzled block of BM or BN rows), 32 bytes per step in it.
-          constexpr int kStepsPerHalf = Shape::kHalfK / Shape::kKStep;
-          const int h = kk / kStepsPerHalf, in_half = kk % kStepsPerHalf;
-          const std::uint64_t desc_a = smem_desc(a + h * BM * kRowBytes + in_half * 32, 16, 1024);
+          const std::uint64_t desc_a = smem_desc(a + kk * 32, 16, 1024);
           std::uint64_t desc_b;
           if constexpr (BMnMajor)
             desc_b = smem_desc(b + kk * Shape::kKStep * kRowBytes, kBlockK * kRowBytes, 1024);
           else
-            desc_b = smem_desc(b + h * BN * kRowBytes + in_half * 32, 16, 1024);
+            desc_b = smem_desc(b + kk * 32, 16, 1024);
           wgmma<Fp8, BN, BMnMajor ? 1 : 0>(d, desc_a, desc_b, (accumulate_first || kk > 0) ? 1 : 0);
         }
       };
@@ -464,23 +447,23 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 // Host side of one instance: sets its shared-memory limit (outside any graph capture), launches it, and asks
 // how many clusters of a size can be co-resident (the persistent grid's size).
-template <bool Fp8, int BM, int BN, bool BMnMajor, bool PingPong, int PromoteEvery = 1, int KHalves = 1>
+template <bool Fp8, int BM, int BN, bool BMnMajor, bool PingPong, int PromoteEvery = 1>
 HopperInstance hopper_instance_of() {
   HopperInstance inst;
-  inst.smem_bytes = HopperShape<Fp8, BM, BN, KHalves>::kSmemBytes;
-  inst.stages = HopperShape<Fp8, BM, BN, KHalves>::kStages;
-  inst.block_k = HopperShape<Fp8, BM, BN, KHalves>::kBlockK;
+  inst.smem_bytes = HopperShape<Fp8, BM, BN>::kSmemBytes;
+  inst.stages = HopperShape<Fp8, BM, BN>::kStages;
+  inst.block_k = HopperShape<Fp8, BM, BN>::kBlockK;
   inst.block_m = BM;
   inst.prepare = [] {
-    AISPFLOW_CUDA_CHECK(cudaFuncSetAttribute(hopper_gemm_kernel<Fp8, BM, BN, BMnMajor, PingPong, PromoteEvery, KHalves>,
+    AISPFLOW_CUDA_CHECK(cudaFuncSetAttribute(hopper_gemm_kernel<Fp8, BM, BN, BMnMajor, PingPong, PromoteEvery>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             HopperShape<Fp8, BM, BN, KHalves>::kSmemBytes));
+                                             HopperShape<Fp8, BM, BN>::kSmemBytes));
   };
   inst.max_clusters = [](int cluster_size) {
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(unsigned(cluster_size) * 132, 1, 1);
     cfg.blockDim = dim3(kThreads, 1, 1);
-    cfg.dynamicSmemBytes = HopperShape<Fp8, BM, BN, KHalves>::kSmemBytes;
+    cfg.dynamicSmemBytes = HopperShape<Fp8, BM, BN>::kSmemBytes;
     cudaLaunchAttribute attr{};
     attr.id = cudaLaunchAttributeClusterDimension;
     attr.val.clusterDim.x = unsigned(cluster_size);
@@ -489,14 +472,14 @@ HopperInstance hopper_instance_of() {
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
     int clusters = 0;
-    AISPFLOW_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, hopper_gemm_kernel<Fp8, BM, BN, BMnMajor, PingPong, PromoteEvery, KHalves>, &cfg));
+    AISPFLOW_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, hopper_gemm_kernel<Fp8, BM, BN, BMnMajor, PingPong, PromoteEvery>, &cfg));
     return clusters;
   };
   inst.launch = [](const HopperLaunchArgs& args, cudaStream_t stream) {
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(unsigned(args.ctas), 1, 1);
     cfg.blockDim = dim3(kThreads, 1, 1);
-    cfg.dynamicSmemBytes = HopperShape<Fp8, BM, BN, KHalves>::kSmemBytes;
+    cfg.dynamicSmemBytes = HopperShape<Fp8, BM, BN>::kSmemBytes;
     cfg.stream = stream;
     cudaLaunchAttribute attr{};
     attr.id = cudaLaunchAttributeClusterDimension;
@@ -506,7 +489,7 @@ HopperInstance hopper_instance_of() {
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
     AISPFLOW_CUDA_CHECK(
-        cudaLaunchKernelEx(&cfg, hopper_gemm_kernel<Fp8, BM, BN, BMnMajor, PingPong, PromoteEvery, KHalves>, *args.a, *args.b, *args.c, args.params));
+        cudaLaunchKernelEx(&cfg, hopper_gemm_kernel<Fp8, BM, BN, BMnMajor, PingPong, PromoteEvery>, *args.a, *args.b, *args.c, args.params));
   };
   return inst;
 }

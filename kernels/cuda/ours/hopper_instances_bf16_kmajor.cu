@@ -5,13 +5,7 @@
 
 namespace aispflow::kernels::cuda::ours {
 
-HopperInstance hopper_instance_bf16_kmajor(int block_m, int block_n, bool ping_pong, int k_halves) {
-  // A 256-byte K step (NOTES.md step 25): the decode tiles only.
-  if (k_halves == 2 && block_m == 128 && !ping_pong) {
-    if (block_n == 64) return hopper_instance_of<false, 128, 64, false, false, 1, 2>();
-    if (block_n == 128) return hopper_instance_of<false, 128, 128, false, false, 1, 2>();
-  }
-  if (k_halves != 1) return {};
+HopperInstance hopper_instance_bf16_kmajor(int block_m, int block_n, bool ping_pong) {
   if (block_m == 256) return block_n == 128 && !ping_pong ? hopper_instance_of<false, 256, 128, false, false>() : HopperInstance{};
   if (block_m != 128) return {};
   if (ping_pong) return block_n == 128 ? hopper_instance_of<false, 128, 128, false, true>() : HopperInstance{};

@@ -26,7 +26,7 @@
 
 namespace aispflow::kernels::cuda::ours {
 
-HopperInstance hopper_instance_bf16_kmajor(int block_m, int block_n, bool ping_pong, int k_halves);
+HopperInstance hopper_instance_bf16_kmajor(int block_m, int block_n, bool ping_pong);
 HopperInstance hopper_instance_bf16_mnmajor(int block_m, int block_n, bool ping_pong);
 HopperInstance hopper_instance_fp8(int block_n, int promote_every);
 
@@ -35,15 +35,13 @@ HopperInstance hopper_instance(const HopperInstanceKey& key) {
   if (key.fp8) {
     if (!key.ping_pong && key.block_m == 128) inst = hopper_instance_fp8(key.block_n, key.promote_every);
   } else {
-    inst = key.b_mn_major ? (key.k_halves == 1 ? hopper_instance_bf16_mnmajor(key.block_m, key.block_n, key.ping_pong)
-                                               : HopperInstance{})
-                          : hopper_instance_bf16_kmajor(key.block_m, key.block_n, key.ping_pong, key.k_halves);
+    inst = key.b_mn_major ? hopper_instance_bf16_mnmajor(key.block_m, key.block_n, key.ping_pong)
+                          : hopper_instance_bf16_kmajor(key.block_m, key.block_n, key.ping_pong);
   }
   if (!inst.launch)
     throw std::invalid_argument(std::string("no Hopper GEMM instance ") + (key.fp8 ? "fp8" : "bf16") + " with tile " +
                                 std::to_string(key.block_m) + " x " + std::to_string(key.block_n) +
-                                (key.ping_pong ? " and the ping-pong schedule" : "") +
-                                (key.k_halves > 1 ? " and a 256-byte K step" : ""));
+                                (key.ping_pong ? " and the ping-pong schedule" : ""));
   return inst;
 }
 
@@ -137,7 +135,7 @@ class HopperGemm final : public OurKernel {
                   "%s %s %s tile %dx%dx%d stages %d cluster %dx%d %s split-k %d; wgmma m64n%dk%d from %s-major B, "
                   "TMA loads (128B swizzle%s), 1 producer + 2 consumer warpgroups (%s), epilogue %s",
                   config_.family.c_str(), c.dtype.c_str(), c.layout.c_str(), config_.block_m, config_.block_n,
-                  config_.block_k(),
+                  config_.fp8 ? 128 : 64,
                   stages(), config_.cluster_m, config_.cluster_n,
                   config_.persistent ? ("persistent raster " + std::to_string(config_.raster_group)).c_str()
                                      : "one tile per CTA",
@@ -155,7 +153,7 @@ class HopperGemm final : public OurKernel {
   }
 
   nlohmann::json config() const override {
-    nlohmann::json j = {{"name", config_.name()},     {"tile", {config_.block_m, config_.block_n, config_.block_k()}},
+    nlohmann::json j = {{"name", config_.name()},     {"tile", {config_.block_m, config_.block_n, config_.fp8 ? 128 : 64}},
                         {"stages", stages()},         {"cluster", {config_.cluster_m, config_.cluster_n}},
                         {"persistent", config_.persistent}, {"raster_group", config_.raster_group},
                         {"split_k", config_.split_k == 0 ? nlohmann::json("auto") : nlohmann::json(config_.split_k)},
@@ -184,8 +182,6 @@ class HopperGemm final : public OurKernel {
     if (s.m > (1LL << 31) - 1 || s.n > (1LL << 31) - 1 || s.k > (1LL << 31) - 1) return std::string("dimension above 2^31");
     if (config_.cluster_m * config_.cluster_n > 1 && !config_.persistent)
       return std::string("clusters are only built persistent");   // a configuration error, never reached
-    if (config_.k_halves > 1 && c.layout == "nn")
-      return std::string("a 256-byte K step is built for K-major B only (layout nt)");
     return std::nullopt;
   }
 
@@ -197,7 +193,6 @@ class HopperGemm final : public OurKernel {
     plan->instance = hopper_instance(instance_key(mn));
     plan->instance.prepare();
     const int bk = plan->instance.block_k;
-    const int box_k = config_.fp8 ? 128 : 64;   // one 128-byte row of K per TMA box (a k-tile may hold two)
     const int ab_bytes = config_.fp8 ? 1 : 2;
     // The kernel runs on rows padded to 16 bytes (K to pad.k, N to pad.n); an aligned shape has pad == shape.
     const RowPadding pad = row_padding(s, ab_bytes, !mn);
@@ -261,13 +256,12 @@ class HopperGemm final : public OurKernel {
     const CUtensorMapDataType ab = config_.fp8 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
     // A K x N B keeps its K rows when only K is padded: TMA fills rows past K with zeros, as past any tile.
     for (int copy = 0; copy < problem.copies(); ++copy) {
-      plan->maps.push_back(
-          tensor_map(ops.a(copy), ab, ab_bytes, pad.k, s.m, s.batch, box_k, config_.block_m / p.cluster_n));
+      plan->maps.push_back(tensor_map(ops.a(copy), ab, ab_bytes, pad.k, s.m, s.batch, bk, config_.block_m / p.cluster_n));
       if (mn)   // B row-major K x N: boxes of 64 columns x bk rows
         plan->maps.push_back(tensor_map(ops.b(copy), ab, ab_bytes, pad.n, s.k, s.batch, 64, bk));
-      else      // B row-major N x K: boxes of box_k x (block_n / cluster_m) rows
+      else      // B row-major N x K: boxes of bk x (block_n / cluster_m) rows
         plan->maps.push_back(
-            tensor_map(ops.b(copy), ab, ab_bytes, pad.k, s.n, s.batch, box_k, config_.block_n / p.cluster_m));
+            tensor_map(ops.b(copy), ab, ab_bytes, pad.k, s.n, s.batch, bk, config_.block_n / p.cluster_m));
       plan->maps.push_back(
           tensor_map(ops.c(copy), CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, pad.n, s.m, s.batch, kChunkCols, 64));
       plan->outputs.push_back(ops.c(copy));
@@ -305,15 +299,14 @@ class HopperGemm final : public OurKernel {
     const std::int64_t tiles = ceil_div(ceil_div(s.m, config_.block_m), config_.cluster_m) *
                                ceil_div(ceil_div(s.n, config_.block_n), config_.cluster_n) * s.batch;
     const int shared =
-        stream_k_tiles(tiles, clusters, int(ceil_div(s.k, config_.block_k())), config_.block_m, config_.block_n);
+        stream_k_tiles(tiles, clusters, int(ceil_div(s.k, config_.fp8 ? 128 : 64)), config_.block_m, config_.block_n);
     if (shared == 0) return "stream-K off (the fix-up would cost more than the last wave leaves idle)";
     return "stream-K: the last " + std::to_string(shared) + " of " + std::to_string(tiles) + " tiles shared by " +
            std::to_string(clusters) + " clusters";
   }
 
   HopperInstanceKey instance_key(bool b_mn_major) const {
-    return {config_.fp8,         config_.block_m,           config_.block_n,  b_mn_major,
-            config_.ping_pong(), config_.promotion_interval, config_.k_halves};
+    return {config_.fp8, config_.block_m, config_.block_n, b_mn_major, config_.ping_pong(), config_.promotion_interval};
   }
 
   int stages() const { return hopper_instance(instance_key(false)).stages; }
@@ -344,7 +337,7 @@ class HopperGemm final : public OurKernel {
     if (!config_.persistent) return 1;
     if (small_grid_tiles(s) > 0) return 1;   // stream-K takes the place of split-K
     const DeviceInfo* d = first_device();
-    return auto_split_k({s.m, s.n, s.k, s.batch}, config_.block_m, config_.block_n, config_.block_k(),
+    return auto_split_k({s.m, s.n, s.k, s.batch}, config_.block_m, config_.block_n, config_.fp8 ? 128 : 64,
                         d ? d->sm_count : 132);
   }
 
@@ -356,7 +349,7 @@ class HopperGemm final : public OurKernel {
     const DeviceInfo* d = first_device();
     const int clusters = co_resident_clusters();
     if (!d || clusters <= 0) return 0;
-    const int bk = config_.block_k();
+    const int bk = config_.fp8 ? 128 : 64;
     if (auto_split_k({s.m, s.n, s.k, s.batch}, config_.block_m, config_.block_n, bk, d->sm_count) <= 1) return 0;
     const std::int64_t tiles = ceil_div(ceil_div(s.m, config_.block_m), config_.cluster_m) *
                                ceil_div(ceil_div(s.n, config_.block_n), config_.cluster_n) * s.batch;
@@ -372,7 +365,7 @@ class HopperGemm final : public OurKernel {
   // than requested (K = 2880 is 45 k-tiles: 11 requested give 5 per split, i.e. 9 splits). The record's
   // `kernel` names these, not the request.
   int splits_that_run(const GemmShape& s) const {
-    const std::int64_t k_tiles = ceil_div(s.k, config_.block_k());
+    const std::int64_t k_tiles = ceil_div(s.k, config_.fp8 ? 128 : 64);
     const std::int64_t per_split = ceil_div(k_tiles, splits_for(s));
     return int(ceil_div(k_tiles, std::max<std::int64_t>(per_split, 1)));
   }
@@ -383,11 +376,11 @@ class HopperGemm final : public OurKernel {
 }  // namespace
 
 std::string HopperConfig::name() const {
-  return std::to_string(block_m) + "x" + std::to_string(block_n) + "x" + std::to_string(block_k()) + "_c" + std::to_string(cluster_m) +
+  return std::to_string(block_m) + "x" + std::to_string(block_n) + "x" + std::to_string(fp8 ? 128 : 64) + "_c" + std::to_string(cluster_m) +
          "x" + std::to_string(cluster_n) + (persistent ? "_persistent" : "") +
          (split_k > 0 ? "_splitk" + std::to_string(split_k) : "") + (schedule == "cooperative" ? "" : "_" + schedule) + (stream_k ? "_sk" : "") +
          (promotion_interval > 1 ? "_promote" + std::to_string(promotion_interval) : "") +
-         (staggered_promotion ? "_stagger" : "") + (k_halves > 1 ? "_widek" : "");
+         (staggered_promotion ? "_stagger" : "");
 }
 
 namespace {

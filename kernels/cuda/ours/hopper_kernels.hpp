@@ -38,15 +38,9 @@ struct HopperConfig {
   // warpgroup's drain (wait for its wgmmas, add into fp32) falls while the other still has wgmmas queued.
   // Without it both drain at the same k-tile and the tensor pipe idles (NOTES.md step 21).
   bool staggered_promotion = false;
-  // 128-byte rows of K per stage: 1, or 2 (bf16 with K-major B: a 256-byte K step, two TMA boxes per operand and
-  // stage; NOTES.md step 25, a probe experiment, not in the autotune list).
-  int k_halves = 1;
   bool ping_pong() const { return schedule == "pingpong"; }
-  // Elements of K per k-tile (stage): 128 bytes' worth per half.
-  int block_k() const { return (fp8 ? 128 : 64) * k_halves; }
 
-  // "128x256x64_c2x1_persistent" (+ "_pingpong", "_sk", "_promote4", "_stagger", "_widek"): how options and
-  // tables name it.
+  // "128x256x64_c2x1_persistent" (+ "_pingpong", "_sk", "_promote4", "_stagger"): how options and tables name it.
   std::string name() const;
 };
 

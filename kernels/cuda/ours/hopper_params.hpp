@@ -63,7 +63,6 @@ struct HopperInstanceKey {
   bool b_mn_major = false;  // B stored K x N (layout nn, bf16)
   bool ping_pong = false;   // the consumers take whole tiles in turn (bf16, block N 128) instead of sharing each
   int promote_every = 1;    // fp8: partial sums promoted into fp32 every this many k-tiles (1 or 4)
-  int k_halves = 1;         // 128-byte rows of K per stage: 1, or 2 (bf16, K-major B: a 256-byte K step)
 };
 
 // The instances compiled into this build (hopper_instances_*.cu); nullptr-free, throws for an unknown one.
