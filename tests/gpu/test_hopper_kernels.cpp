@@ -90,6 +90,28 @@ TEST(HopperKernels, TheTallTileIsAConfigurationTheDefaultDoesNotPick) {
   }
 }
 
+// At M <= 64 a cooperative 128-row tile loads only A's first 64 rows (NOTES.md step 26), and its record says so;
+// at M = 65 the second warpgroup's rows are live and the whole box loads; a 1x2 cluster (A split between its
+// CTAs) and the 256-row tile keep the whole box.
+TEST(HopperKernels, DecodeLoadsOnlyTheLiveRowsOfA) {
+  const auto cluster = ours::cluster_kernels();
+  auto named = [&](const std::string& name) -> const OurKernel& {
+    for (const auto& k : cluster)
+      if (k->config()["name"] == name) return *k;
+    throw std::runtime_error("no configuration " + name);
+  };
+  const std::string note = "A loads its 64 live rows";
+  auto says = [&](const std::string& name, std::int64_t m) {
+    const GemmCase c{shape_of(m, 2880, 4096), "bf16", "nt", "none"};
+    return named(name).identity(c).find(note) != std::string::npos;
+  };
+  EXPECT_TRUE(says("128x128x64_c1x1_persistent", 64));
+  EXPECT_TRUE(says("128x192x64_c2x1_persistent", 1));
+  EXPECT_FALSE(says("128x128x64_c1x1_persistent", 65));
+  EXPECT_FALSE(says("128x128x64_c1x2_persistent", 64));
+  EXPECT_FALSE(says("256x128x64_c1x1_persistent", 64));
+}
+
 // The `kernel` string names the split-K that runs, not the one requested: M=64, N=1536, K=2880 on 128 x 256 tiles
 // asks for 11 splits (132 SMs over 6 tiles, capped at 45 k-tiles / 4), and 45 k-tiles in splits of
 // ceil(45/11) = 5 make 9.

@@ -157,7 +157,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           const int s = int(it % kStages);
           const std::uint32_t phase = (it / kStages) & 1;
           mbar_wait(&empty[s], phase ^ 1);
-          mbar_arrive_expect_tx(&full[s], Shape::kStageBytes);
+          mbar_arrive_expect_tx(&full[s], Shape::kStageBytes - (p.a_box_rows > 0 ? (BM - p.a_box_rows) * kRowBytes : 0));
           std::uint8_t* a_dst = stage_a + s * kASlab;
           std::uint8_t* b_dst = stage_b + s * kBSlab;
           const int kx = kt * kBlockK;

@@ -146,6 +146,7 @@ class HopperGemm final : public OurKernel {
                                                : "cooperative: 64 rows each",
                   splits_that_run(c.shape) > 1 ? "fp32 partials + reduce kernel" : "bf16 via swizzled smem + TMA store");
     std::string out = text + row_padding(c.shape, config_.fp8 ? 1 : 2, !mn).describe();
+    if (trims_a_box(c.shape)) out += "; A loads its 64 live rows (M <= 64)";
     if (config_.fp8)
       out += "; fp8 partial sums promoted to fp32 every " + std::to_string(128 * config_.promotion_interval) + " K" +
              (config_.staggered_promotion ? " (the two consumer warpgroups half an interval apart)" : "");
@@ -217,6 +218,8 @@ class HopperGemm final : public OurKernel {
     p.total_work = p.splits * p.batch * p.cm_tiles * p.cn_tiles;
     p.raster_group = config_.raster_group;
     p.promotion_stagger = promotion_stagger();
+    const bool trim_a = trims_a_box(s);
+    p.a_box_rows = trim_a ? 64 : 0;
     if (config_.fp8) {
       p.scale_a = problem.device_scale_a();
       p.scale_b = problem.device_scale_b();
@@ -256,7 +259,8 @@ class HopperGemm final : public OurKernel {
     const CUtensorMapDataType ab = config_.fp8 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
     // A K x N B keeps its K rows when only K is padded: TMA fills rows past K with zeros, as past any tile.
     for (int copy = 0; copy < problem.copies(); ++copy) {
-      plan->maps.push_back(tensor_map(ops.a(copy), ab, ab_bytes, pad.k, s.m, s.batch, bk, config_.block_m / p.cluster_n));
+      plan->maps.push_back(tensor_map(ops.a(copy), ab, ab_bytes, pad.k, s.m, s.batch, bk,
+                                      trim_a ? 64 : config_.block_m / p.cluster_n));
       if (mn)   // B row-major K x N: boxes of 64 columns x bk rows
         plan->maps.push_back(tensor_map(ops.b(copy), ab, ab_bytes, pad.n, s.k, s.batch, 64, bk));
       else      // B row-major N x K: boxes of bk x (block_n / cluster_m) rows
@@ -354,6 +358,12 @@ class HopperGemm final : public OurKernel {
     const std::int64_t tiles = ceil_div(ceil_div(s.m, config_.block_m), config_.cluster_m) *
                                ceil_div(ceil_div(s.n, config_.block_n), config_.cluster_n) * s.batch;
     return stream_k_small_grid_tiles(tiles, int(ceil_div(s.k, bk)), clusters);
+  }
+
+  // At M <= 64 a stage loads only A's first 64 rows (HopperParams::a_box_rows): cooperative 128-row tiles whose
+  // A is not split across a 1x2 cluster.
+  bool trims_a_box(const GemmShape& s) const {
+    return s.m <= 64 && config_.block_m == 128 && config_.cluster_n == 1 && !config_.ping_pong();
   }
 
   // k-tiles that consumer warpgroup 1 promotes one at a time before its first interval: half an interval.
