@@ -34,6 +34,8 @@ const std::map<std::string, double> kKnownMisses = {
     {"issue22/run-679dabc/cluster_gemm/run/nodes/sweep/artifact.json: lab_m128_n8192_k8192 bf16 nn none", 0.94},
     // fp8 decode: 128x64 promote4 picked, 128x128 promote-every-k-tile wins by 4 %.
     {"issue22/run-679dabc/kernel_selector/run/nodes/select/artifact.json: decode_b64_attn_out fp8_e4m3 nt none", 0.955},
+    // fp8 decode after the trimmed A box (run-d734c37, not in the fit): 128x128 promote4 picked, 128x64 wins by 10 %.
+    {"issue22/run-d734c37/kernel_selector/run/nodes/select/artifact.json: decode_b64_qkv_proj fp8_e4m3 nt none", 0.90},
     // fp8 1000 x 1000 x 1001 (unaligned.yaml, four runs): a cluster wins by 4-5 % where the model takes none.
     {"issue22/run-679dabc/unaligned/run/nodes/fp8/artifact.json: m1000_n1000_k1001 fp8_e4m3 nt none", 0.955},
     {"issue22/run-c95b997/unaligned/run/nodes/fp8/artifact.json: m1000_n1000_k1001 fp8_e4m3 nt none", 0.945},
@@ -48,8 +50,8 @@ std::string relative_source(const std::string& source) {
 
 TEST(GemmPickModel, EveryCommittedAutotunePickWithin3PercentOfTheWinner) {
   const auto evidence = read_pick_evidence_dir(kEvidenceDir);
-  // 253 records when last fitted (kernels/common/gemm_pick_model.cpp says which).
-  ASSERT_GE(evidence.size(), 253u) << "the committed autotune evidence was not found under " << kEvidenceDir;
+  // 253 records when last fitted (kernels/common/gemm_pick_model.cpp says which); 275 with run-d734c37.
+  ASSERT_GE(evidence.size(), 275u) << "the committed autotune evidence was not found under " << kEvidenceDir;
   int within = 0;
   double worst = 1;
   std::set<std::string> listed_found;
