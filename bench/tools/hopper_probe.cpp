@@ -4,11 +4,18 @@
 // each. It is the quick loop for kernel work; the evidence comes from the workflows (gemm_sweep records).
 //   hopper_probe [filter [case]]   only configurations whose name contains `filter`, only cases whose name
 //                                  (e.g. "4096x4096x4096 bf16 nt") contains `case` (for ncu runs)
+// Operands: like the workflows, the launches rotate over enough copies that each reads cold data (the `==` line
+// says how many); PROBE_WARM=1 times one copy, which stays in L2 between the launches of a batch (how this probe
+// timed before 2026-11-26's step 26: NOTES.md).
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <random>
 #include <string>
 
+#include "kernels/cuda/candidate_search.hpp"
 #include "kernels/cuda/context.hpp"
 #include "kernels/cuda/cublaslt_gemm.hpp"
 #include "kernels/cuda/device.hpp"
@@ -65,19 +72,28 @@ int main(int argc, char** argv) {
     const GemmCase gc{s, cs.dtype, cs.layout, cs.epi};
     if (!case_filter.empty() && (s.name + " " + gc.label()).find(case_filter) == std::string::npos) continue;
     const LtDtype spec = *lt_dtype(cs.dtype);
-    GemmProblem problem(s, spec, rng(), ctx.stream(), 1, GemmVariant::of(gc));
+    const char* warm = std::getenv("PROBE_WARM");
+    const int copies = warm && std::string(warm) == "1" ? 1 : operand_copies_for(timing, s, spec, 0);
+    GemmProblem problem(s, spec, rng(), ctx.stream(), copies, GemmVariant::of(gc));
+    // Each launch of a timed batch takes the next copy.
+    auto rotating = [copies](std::function<void(cudaStream_t, int)> launch) {
+      return [launch, copies, next = std::make_shared<int>(0)](cudaStream_t st) { launch(st, (*next)++ % copies); };
+    };
     double lt_ms = -1;
     try {
       LtPlan plan(ctx, problem);
       auto cands = plan.candidates(1);
       if (!cands.empty()) {
         auto algo = cands.front().algo;
-        lt_ms = ctx.harness().time(timing, [&](cudaStream_t st) { plan.run(algo, st, 0); }).stats.median_ms;
+        lt_ms = ctx.harness()
+                    .time(timing, rotating([&](cudaStream_t st, int copy) { plan.run(algo, st, copy); }))
+                    .stats.median_ms;
       }
     } catch (const std::exception& e) { std::printf("cublasLt: %s\n", e.what()); }
     const double flops = s.flops();
-    std::printf("== %s %s %s %s  cublasLt %.4f ms %.1f TFLOP/s\n", s.name.c_str(), cs.dtype, cs.layout, cs.epi, lt_ms,
-                lt_ms > 0 ? flops / lt_ms / 1e9 : 0.0);
+    std::printf("== %s %s %s %s  cublasLt %.4f ms %.1f TFLOP/s  (%s)\n", s.name.c_str(), cs.dtype, cs.layout, cs.epi,
+                lt_ms, lt_ms > 0 ? flops / lt_ms / 1e9 : 0.0,
+                copies > 1 ? (std::to_string(copies) + " operand copies, cold").c_str() : "one operand copy, warm");
     for (auto& k : kernels) {
       const auto config = k->config();
       // r: raster band; s: co-resident clusters of the configuration's size (its persistent grid).
@@ -97,7 +113,7 @@ int main(int argc, char** argv) {
           std::printf("  %-40s FAILED %s (tol %.3g)\n", id.c_str(), cmp.describe(s.n).c_str(), problem.tolerance());
           continue;
         }
-        const double ms = ctx.harness().time(timing, [&](cudaStream_t st) { launch(st, 0); }).stats.median_ms;
+        const double ms = ctx.harness().time(timing, rotating(launch)).stats.median_ms;
         std::printf("  %-40s ok err %.2e  %.4f ms %.1f TFLOP/s  %.3fx cublasLt\n", id.c_str(), cmp.max_rel_err, ms,
                     flops / ms / 1e9, lt_ms > 0 ? lt_ms / ms : 0.0);
       } catch (const std::exception& e) {
