@@ -75,10 +75,6 @@ int main(int argc, char** argv) {
     const char* warm = std::getenv("PROBE_WARM");
     const int copies = warm && std::string(warm) == "1" ? 1 : operand_copies_for(timing, s, spec, 0);
     GemmProblem problem(s, spec, rng(), ctx.stream(), copies, GemmVariant::of(gc));
-    // Each launch of a timed batch takes the next copy.
-    auto rotating = [copies](std::function<void(cudaStream_t, int)> launch) {
-      return [launch, copies, next = std::make_shared<int>(0)](cudaStream_t st) { launch(st, (*next)++ % copies); };
-    };
     double lt_ms = -1;
     try {
       LtPlan plan(ctx, problem);
@@ -86,7 +82,7 @@ int main(int argc, char** argv) {
       if (!cands.empty()) {
         auto algo = cands.front().algo;
         lt_ms = ctx.harness()
-                    .time(timing, rotating([&](cudaStream_t st, int copy) { plan.run(algo, st, copy); }))
+                    .time(timing, rotating_launch([&](cudaStream_t st, int copy) { plan.run(algo, st, copy); }, copies))
                     .stats.median_ms;
       }
     } catch (const std::exception& e) { std::printf("cublasLt: %s\n", e.what()); }
@@ -113,7 +109,7 @@ int main(int argc, char** argv) {
           std::printf("  %-40s FAILED %s (tol %.3g)\n", id.c_str(), cmp.describe(s.n).c_str(), problem.tolerance());
           continue;
         }
-        const double ms = ctx.harness().time(timing, rotating(launch)).stats.median_ms;
+        const double ms = ctx.harness().time(timing, rotating_launch(launch, copies)).stats.median_ms;
         std::printf("  %-40s ok err %.2e  %.4f ms %.1f TFLOP/s  %.3fx cublasLt\n", id.c_str(), cmp.max_rel_err, ms,
                     flops / ms / 1e9, lt_ms > 0 ? lt_ms / ms : 0.0);
       } catch (const std::exception& e) {

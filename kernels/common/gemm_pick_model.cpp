@@ -176,6 +176,14 @@ int stream_k_small_grid_tiles(std::int64_t tiles, int k_tiles, int clusters) {
   return int(tiles);
 }
 
+int small_grid_stream_k_tiles(const PickShape& s, int block_m, int block_n, int block_k, int cluster_m,
+                              int cluster_n, int sms, int clusters) {
+  if (auto_split_k(s, block_m, block_n, block_k, sms) <= 1) return 0;
+  const std::int64_t tiles =
+      s.batch * ceil_div(ceil_div(s.m, block_m), cluster_m) * ceil_div(ceil_div(s.n, block_n), cluster_n);
+  return stream_k_small_grid_tiles(tiles, int(ceil_div(s.k, block_k)), clusters);
+}
+
 PickPrediction predict_pick(const PickShape& s, const std::string& dtype, const PickConfig& cfg,
                             const PickConstants& c, int sms) {
   const bool fp8 = is_fp8(dtype);
@@ -189,8 +197,9 @@ PickPrediction predict_pick(const PickShape& s, const std::string& dtype, const 
   const std::int64_t cluster_tiles = s.batch * ceil_div(m_tiles, cfg.cluster_m) * ceil_div(n_tiles, cfg.cluster_n);
   const int auto_splits = auto_split_k(s, cfg.block_m, cfg.block_n, cfg.block_k, sms);
   // The kernel's rule (hopper_kernels.cu): a `_sk` configuration shares every tile where split-K would run.
-  const int small_grid = cfg.stream_k && cfg.stream_k_small_grid && tif == 1 && cfg.split_k == 0 && auto_splits > 1
-                             ? stream_k_small_grid_tiles(cluster_tiles, int(k_tiles), int(slots))
+  const int small_grid = cfg.stream_k && cfg.stream_k_small_grid && tif == 1 && cfg.split_k == 0
+                             ? small_grid_stream_k_tiles(s, cfg.block_m, cfg.block_n, cfg.block_k, cfg.cluster_m,
+                                                         cfg.cluster_n, sms, int(slots))
                              : 0;
   const int requested = cfg.split_k > 0 ? cfg.split_k : small_grid > 0 ? 1 : auto_splits;
   const std::int64_t per_split = ceil_div(k_tiles, requested);

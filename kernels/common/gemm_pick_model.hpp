@@ -94,6 +94,10 @@ int stream_k_tiles(std::int64_t tiles, int clusters, int k_tiles, int block_m, i
 // fp32 partials and second reduce kernel. Returns `tiles`, or 0 when a cluster's range would hold fewer than 4
 // k-tiles (no range may be empty: hopper_gemm.cuh's WorkSchedule) or the k-iterations overflow 32 bits.
 int stream_k_small_grid_tiles(std::int64_t tiles, int k_tiles, int clusters);
+// The same rule from a shape, as the kernel and the model apply it: where auto_split_k would split K, the cluster
+// tiles (of cluster_m x cluster_n tiles) that stream_k_small_grid_tiles lets `clusters` share; else 0.
+int small_grid_stream_k_tiles(const PickShape& shape, int block_m, int block_n, int block_k, int cluster_m,
+                              int cluster_n, int sms, int clusters);
 // The fix-up's price in k-tile-times of the same tile: one fp32 partial tile written and one read per cluster.
 double stream_k_price_ktiles(int block_m, int block_n);
 

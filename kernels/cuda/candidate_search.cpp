@@ -58,13 +58,12 @@ bool check_epilogue(SearchCandidate& c, GemmProblem& problem, cudaStream_t strea
   return true;
 }
 
-// Each launch of a graph takes the next operand copy, so a graph of short launches still reads cold operands.
-std::function<void(cudaStream_t)> rotating(const SearchCandidate& c, int copies) {
-  auto next = std::make_shared<int>(0);
-  return [launch = c.launch, copies, next](cudaStream_t s) { launch(s, (*next)++ % copies); };
-}
-
 }  // namespace
+
+std::function<void(cudaStream_t)> rotating_launch(std::function<void(cudaStream_t, int)> launch, int copies) {
+  auto next = std::make_shared<int>(0);
+  return [launch = std::move(launch), copies, next](cudaStream_t s) { launch(s, (*next)++ % copies); };
+}
 
 // Poisons the output, runs once, checks the guards around C (when the problem has them), compares every element
 // with the reference, on the first and the last operand copy, each against its own reference (the copies hold
@@ -182,7 +181,8 @@ std::optional<std::size_t> run_candidate_search(std::vector<SearchCandidate>& ca
   if (int(finalists.size()) > options.finalists) {
     for (std::size_t i : finalists) {
       try {
-        candidates[i].screen = harness.time(screening_policy(timing), rotating(candidates[i], problem.copies()));
+        candidates[i].screen =
+            harness.time(screening_policy(timing), rotating_launch(candidates[i].launch, problem.copies()));
       } catch (const CudaError& e) {
         candidates[i].status = "failed";
         candidates[i].reason = std::string("timing failed: ") + e.what();
@@ -200,7 +200,7 @@ std::optional<std::size_t> run_candidate_search(std::vector<SearchCandidate>& ca
   if (finalists.empty()) return std::nullopt;
 
   std::vector<std::function<void(cudaStream_t)>> launches;
-  for (std::size_t i : finalists) launches.push_back(rotating(candidates[i], problem.copies()));
+  for (std::size_t i : finalists) launches.push_back(rotating_launch(candidates[i].launch, problem.copies()));
   try {
     // Interleaved rounds: every finalist is sampled under the same clocks and power state.
     auto measured = harness.time_interleaved(timing, launches);
@@ -224,7 +224,7 @@ std::optional<std::size_t> run_candidate_search(std::vector<SearchCandidate>& ca
     // Its own confirmation round: the rounds that chose it report the lowest of several medians, biased low.
     SearchCandidate& w = candidates[*winner];
     try {
-      Measurement m = harness.time(timing, rotating(w, problem.copies()));
+      Measurement m = harness.time(timing, rotating_launch(w.launch, problem.copies()));
       m.operand_copies = problem.copies();
       w.confirmation = std::move(m);
     } catch (const CudaError& e) {

@@ -81,6 +81,9 @@ std::uint64_t random_seed();
 // How many operand copies a problem keeps for timing: with L2 flushing asked for, enough that a graph of short
 // launches still reads cold operands (GemmProblem::copies_for_cold_l2 on `device`'s L2), else 1.
 int operand_copies_for(const TimingPolicy& timing, const GemmShape& shape, const LtDtype& spec, int device);
+// A launch for the harness whose calls take the operand copies in turn (0, 1, ..., copies - 1, 0, ...), so that
+// a graph of short launches reads cold operands.
+std::function<void(cudaStream_t)> rotating_launch(std::function<void(cudaStream_t, int)> launch, int copies);
 
 // A short policy for screening: enough samples to rank candidates, little time each.
 TimingPolicy screening_policy(const TimingPolicy& full);

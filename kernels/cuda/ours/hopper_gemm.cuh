@@ -146,6 +146,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int j = 0; j < p.cluster_n; ++j) mask_a |= std::uint16_t(1u << (j * p.cluster_m + rank_m));
       const int a_rows = BM / p.cluster_n;            // this CTA's slice of the shared A tile
       const int b_rows = BN / p.cluster_m;            // ... of the shared B tile (K-major B)
+      // Bytes a stage receives: the whole tile, less the A rows a trimmed box leaves out (p.a_box_rows).
+      const std::uint32_t stage_bytes =
+          Shape::kStageBytes - (p.a_box_rows > 0 ? (BM - p.a_box_rows) * kRowBytes : 0);
       std::uint32_t it = 0;
       WorkSchedule schedule(p, cluster_id, clusters);
       WorkUnit unit;
@@ -157,7 +160,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           const int s = int(it % kStages);
           const std::uint32_t phase = (it / kStages) & 1;
           mbar_wait(&empty[s], phase ^ 1);
-          mbar_arrive_expect_tx(&full[s], Shape::kStageBytes - (p.a_box_rows > 0 ? (BM - p.a_box_rows) * kRowBytes : 0));
+          mbar_arrive_expect_tx(&full[s], stage_bytes);
           std::uint8_t* a_dst = stage_a + s * kASlab;
           std::uint8_t* b_dst = stage_b + s * kBSlab;
           const int kx = kt * kBlockK;
@@ -453,7 +456,6 @@ HopperInstance hopper_instance_of() {
   inst.smem_bytes = HopperShape<Fp8, BM, BN>::kSmemBytes;
   inst.stages = HopperShape<Fp8, BM, BN>::kStages;
   inst.block_k = HopperShape<Fp8, BM, BN>::kBlockK;
-  inst.block_m = BM;
   inst.prepare = [] {
     AISPFLOW_CUDA_CHECK(cudaFuncSetAttribute(hopper_gemm_kernel<Fp8, BM, BN, BMnMajor, PingPong, PromoteEvery>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize,

@@ -135,7 +135,7 @@ class HopperGemm final : public OurKernel {
                   "%s %s %s tile %dx%dx%d stages %d cluster %dx%d %s split-k %d; wgmma m64n%dk%d from %s-major B, "
                   "TMA loads (128B swizzle%s), 1 producer + 2 consumer warpgroups (%s), epilogue %s",
                   config_.family.c_str(), c.dtype.c_str(), c.layout.c_str(), config_.block_m, config_.block_n,
-                  config_.fp8 ? 128 : 64,
+                  config_.block_k(),
                   stages(), config_.cluster_m, config_.cluster_n,
                   config_.persistent ? ("persistent raster " + std::to_string(config_.raster_group)).c_str()
                                      : "one tile per CTA",
@@ -154,7 +154,7 @@ class HopperGemm final : public OurKernel {
   }
 
   nlohmann::json config() const override {
-    nlohmann::json j = {{"name", config_.name()},     {"tile", {config_.block_m, config_.block_n, config_.fp8 ? 128 : 64}},
+    nlohmann::json j = {{"name", config_.name()},     {"tile", {config_.block_m, config_.block_n, config_.block_k()}},
                         {"stages", stages()},         {"cluster", {config_.cluster_m, config_.cluster_n}},
                         {"persistent", config_.persistent}, {"raster_group", config_.raster_group},
                         {"split_k", config_.split_k == 0 ? nlohmann::json("auto") : nlohmann::json(config_.split_k)},
@@ -235,10 +235,9 @@ class HopperGemm final : public OurKernel {
     const int small_grid = small_grid_tiles(s);
     if (config_.persistent) {
       const int resident = std::max(1, co_resident_clusters(mn));
-      // Small-grid stream-K runs every co-resident cluster (more clusters than tiles: each takes a k-range).
+      // Small-grid stream-K runs every co-resident cluster (more clusters than tiles: each takes a k-range, at
+      // least 4 k-tiles long: stream_k_small_grid_tiles).
       clusters = small_grid > 0 ? resident : std::min(clusters, resident);
-      if (small_grid > 0 && std::int64_t(small_grid) * p.k_tiles < clusters)
-        throw std::logic_error("small-grid stream-K with an empty k-range");   // stream_k_small_grid_tiles keeps >= 4
     }
     plan->ctas = clusters * cluster;
     if (config_.stream_k && !config_.ping_pong() && p.splits == 1 && config_.persistent) {
@@ -300,10 +299,10 @@ class HopperGemm final : public OurKernel {
     if (const int all = small_grid_tiles(s); all > 0)
       return "stream-K: all " + std::to_string(all) + " tiles shared by " + std::to_string(clusters) +
              " clusters (a grid the tiles cannot fill; instead of split-K)";
-    const std::int64_t tiles = ceil_div(ceil_div(s.m, config_.block_m), config_.cluster_m) *
-                               ceil_div(ceil_div(s.n, config_.block_n), config_.cluster_n) * s.batch;
+    const std::int64_t tiles = s.batch * ceil_div(ceil_div(s.m, config_.block_m), config_.cluster_m) *
+                               ceil_div(ceil_div(s.n, config_.block_n), config_.cluster_n);
     const int shared =
-        stream_k_tiles(tiles, clusters, int(ceil_div(s.k, config_.fp8 ? 128 : 64)), config_.block_m, config_.block_n);
+        stream_k_tiles(tiles, clusters, int(ceil_div(s.k, config_.block_k())), config_.block_m, config_.block_n);
     if (shared == 0) return "stream-K off (the fix-up would cost more than the last wave leaves idle)";
     return "stream-K: the last " + std::to_string(shared) + " of " + std::to_string(tiles) + " tiles shared by " +
            std::to_string(clusters) + " clusters";
@@ -341,23 +340,20 @@ class HopperGemm final : public OurKernel {
     if (!config_.persistent) return 1;
     if (small_grid_tiles(s) > 0) return 1;   // stream-K takes the place of split-K
     const DeviceInfo* d = first_device();
-    return auto_split_k({s.m, s.n, s.k, s.batch}, config_.block_m, config_.block_n, config_.fp8 ? 128 : 64,
+    return auto_split_k({s.m, s.n, s.k, s.batch}, config_.block_m, config_.block_n, config_.block_k(),
                         d ? d->sm_count : 132);
   }
 
   // Small-grid stream-K (a `_sk` configuration where auto split-K would run: the tiles cannot fill the GPU): the
-  // cluster tiles to share, all of them, or 0 (gemm_pick_model.cpp's stream_k_small_grid_tiles, which the pick
+  // cluster tiles to share, all of them, or 0 (gemm_pick_model.cpp's small_grid_stream_k_tiles, which the pick
   // model applies too). Needs the device's co-resident cluster count: 0 without a Hopper GPU.
   int small_grid_tiles(const GemmShape& s) const {
     if (!config_.stream_k || config_.ping_pong() || !config_.persistent || config_.split_k != 0) return 0;
     const DeviceInfo* d = first_device();
     const int clusters = co_resident_clusters();
     if (!d || clusters <= 0) return 0;
-    const int bk = config_.fp8 ? 128 : 64;
-    if (auto_split_k({s.m, s.n, s.k, s.batch}, config_.block_m, config_.block_n, bk, d->sm_count) <= 1) return 0;
-    const std::int64_t tiles = ceil_div(ceil_div(s.m, config_.block_m), config_.cluster_m) *
-                               ceil_div(ceil_div(s.n, config_.block_n), config_.cluster_n) * s.batch;
-    return stream_k_small_grid_tiles(tiles, int(ceil_div(s.k, bk)), clusters);
+    return small_grid_stream_k_tiles({s.m, s.n, s.k, s.batch}, config_.block_m, config_.block_n, config_.block_k(),
+                                     config_.cluster_m, config_.cluster_n, d->sm_count, clusters);
   }
 
   // At M <= 64 a stage loads only A's first 64 rows (HopperParams::a_box_rows): cooperative 128-row tiles whose
@@ -375,7 +371,7 @@ class HopperGemm final : public OurKernel {
   // than requested (K = 2880 is 45 k-tiles: 11 requested give 5 per split, i.e. 9 splits). The record's
   // `kernel` names these, not the request.
   int splits_that_run(const GemmShape& s) const {
-    const std::int64_t k_tiles = ceil_div(s.k, config_.fp8 ? 128 : 64);
+    const std::int64_t k_tiles = ceil_div(s.k, config_.block_k());
     const std::int64_t per_split = ceil_div(k_tiles, splits_for(s));
     return int(ceil_div(k_tiles, std::max<std::int64_t>(per_split, 1)));
   }
@@ -386,7 +382,7 @@ class HopperGemm final : public OurKernel {
 }  // namespace
 
 std::string HopperConfig::name() const {
-  return std::to_string(block_m) + "x" + std::to_string(block_n) + "x" + std::to_string(fp8 ? 128 : 64) + "_c" + std::to_string(cluster_m) +
+  return std::to_string(block_m) + "x" + std::to_string(block_n) + "x" + std::to_string(block_k()) + "_c" + std::to_string(cluster_m) +
          "x" + std::to_string(cluster_n) + (persistent ? "_persistent" : "") +
          (split_k > 0 ? "_splitk" + std::to_string(split_k) : "") + (schedule == "cooperative" ? "" : "_" + schedule) + (stream_k ? "_sk" : "") +
          (promotion_interval > 1 ? "_promote" + std::to_string(promotion_interval) : "") +

@@ -39,6 +39,8 @@ struct HopperConfig {
   // Without it both drain at the same k-tile and the tensor pipe idles (NOTES.md step 21).
   bool staggered_promotion = false;
   bool ping_pong() const { return schedule == "pingpong"; }
+  // Elements of K per k-tile: one 128-byte row (128 fp8 or 64 bf16).
+  int block_k() const { return fp8 ? 128 : 64; }
 
   // "128x256x64_c2x1_persistent" (+ "_pingpong", "_sk", "_promote4", "_stagger"): how options and tables name it.
   std::string name() const;

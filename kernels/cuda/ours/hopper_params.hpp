@@ -53,7 +53,7 @@ struct HopperLaunchArgs {
 
 // One compiled instance (dtype x BM x BN x B's major mode x schedule).
 struct HopperInstance {
-  int smem_bytes = 0, stages = 0, block_k = 0, block_m = 0;
+  int smem_bytes = 0, stages = 0, block_k = 0;
   void (*prepare)() = nullptr;                                    // raises the dynamic shared-memory limit
   int (*max_clusters)(int cluster_size) = nullptr;                // co-resident clusters of that size
   void (*launch)(const HopperLaunchArgs&, cudaStream_t) = nullptr;
