@@ -8,7 +8,7 @@
 #
 # Usage: bench/run_report_bench.sh [BUILD_DIR]     (default: build/)
 # Writes bench/results/cpu/report_draw.json; exits 1 when the median misses 2 s or the file is 5 MB or more.
-# Needs chromium, jq and python3 (Debian packages).
+# Needs chromium and jq (Debian packages).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,33 +18,16 @@ BIN=$BUILD/aispflow
 OUT=$ROOT/bench/results/cpu/report_draw.json
 RUNS=${RUNS:-7}
 RECORDS=${RECORDS:-5000}
-for tool in chromium jq python3; do
+for tool in chromium jq; do
   command -v "$tool" >/dev/null || { echo "run_report_bench.sh: needs $tool (apt-get install $tool)" >&2; exit 2; }
 done
-[ -x "$BIN" ] || { echo "run_report_bench.sh: build aispflow in $BUILD first" >&2; exit 2; }
+[ -x "$BIN" ] && [ -x "$BUILD/bench/report_fixture" ] ||
+  { echo "run_report_bench.sh: build aispflow and bench/report_fixture in $BUILD first" >&2; exit 2; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# The synthetic run: one sweep node with RECORDS verified records (the integration test's shape of record).
-python3 - "$work/big" "$RECORDS" <<'EOF'
-import json, os, sys
-run, count = sys.argv[1], int(sys.argv[2])
-os.makedirs(os.path.join(run, "nodes", "sweep"))
-records = []
-for i in range(count):
-    provider = "cublaslt.sweep" if i % 2 else "ours.cluster"
-    records.append({"provider": provider, "kernel": f"{provider} tile=128x256x64 stages=4 cluster=2x1 id={i}",
-                    "shape": {"name": f"prefill_t{i}_moe_down", "m": 4096, "n": 2880, "k": 2880},
-                    "dtype": "bf16", "layout": "nt", "status": "ok", "verified": True, "max_rel_err": 1.2e-3,
-                    "tolerance": 7.8e-3, "time_ms": {"median": 0.123456, "stdrel": 0.0123}, "samples": 40,
-                    "converged": True, "tflops": 600.123456 + i, "gbytes_per_s": 512.3, "intensity": 1234.5,
-                    "env": {"gpu": "NVIDIA H100 80GB HBM3", "driver": "580.1", "build_id": "abc"}})
-json.dump({"data": {"records": records}}, open(os.path.join(run, "nodes", "sweep", "artifact.json"), "w"))
-json.dump({"workflow": "big", "file": "big.yaml", "started": "2026-11-26T10:00:00Z", "seconds": 10.0, "exit_code": 0,
-           "backend": "cuda", "aispflow_version": "bench",
-           "nodes": [{"name": "sweep", "type": "gemm_sweep", "status": "ran", "reason": "no cache entry",
-                      "seconds": 9.0, "digest": "x", "inputs": []}]}, open(os.path.join(run, "run.json"), "w"))
-EOF
+# The synthetic run: one sweep node with RECORDS verified records, written by the integration test's own code.
+"$BUILD/bench/report_fixture" "$work/big" "$RECORDS"
 (cd "$work" && "$BIN" report big > /dev/null)
 page=$work/big/report.html
 bytes=$(stat -c %s "$page")

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/browser.hpp"
+#include "support/report_fixture.hpp"
 #include "support/text_files.hpp"
 
 namespace {
@@ -185,24 +186,9 @@ TEST_F(ReportHtmlTest, TheScreenshotIsNotBlank) {
 #endif
 
 TEST_F(ReportHtmlTest, FiveThousandRecordsStayUnder5MBAndAllDraw) {
-  // A synthetic run: one sweep node with 5,000 verified records.
+  // A synthetic run: one sweep node with 5,000 verified records (the one bench/run_report_bench.sh times).
   const fs::path run = dir_ / "big";
-  json records = json::array();
-  for (int i = 0; i < 5000; ++i) {
-    const std::string provider = i % 2 ? "cublaslt.sweep" : "ours.cluster";
-    records.push_back({{"provider", provider}, {"kernel", provider + " tile=128x256x64 stages=4 cluster=2x1 id=" + std::to_string(i)},
-                       {"shape", {{"name", "prefill_t" + std::to_string(i) + "_moe_down"}, {"m", 4096}, {"n", 2880}, {"k", 2880}}},
-                       {"dtype", "bf16"}, {"layout", "nt"}, {"status", "ok"}, {"verified", true}, {"max_rel_err", 1.2e-3},
-                       {"tolerance", 7.8e-3}, {"time_ms", {{"median", 0.123456}, {"stdrel", 0.0123}}}, {"samples", 40},
-                       {"converged", true}, {"tflops", 600.123456 + i}, {"gbytes_per_s", 512.3}, {"intensity", 1234.5},
-                       {"env", {{"gpu", "NVIDIA H100 80GB HBM3"}, {"driver", "580.1"}, {"build_id", "abc"}}}});
-  }
-  fs::create_directories(run / "nodes" / "sweep");
-  std::ofstream(run / "nodes" / "sweep" / "artifact.json") << json{{"data", {{"records", records}}}}.dump();
-  std::ofstream(run / "run.json") << json{{"workflow", "big"}, {"file", "big.yaml"}, {"started", "2026-11-25T10:00:00Z"},
-                                          {"seconds", 10.0}, {"exit_code", 0}, {"backend", "cuda"}, {"aispflow_version", "0.1.0+abc"},
-                                          {"nodes", {{{"name", "sweep"}, {"type", "gemm_sweep"}, {"status", "ran"}, {"reason", "no cache entry"},
-                                                      {"seconds", 9.0}, {"digest", "x"}, {"inputs", json::array()}}}}}.dump();
+  write_report_fixture(run, 5000);
   const CommandResult r = aispflow("report big");
   ASSERT_EQ(r.code, 0) << why(r);
   const fs::path html = run / "report.html";
