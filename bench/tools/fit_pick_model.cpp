@@ -15,6 +15,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -85,7 +86,14 @@ int main(int argc, char** argv) {
   bool fit = false, loo = false, robust = false;
   FitOptions options;
   std::vector<std::string> paths;
-  for (int i = 1; i < argc; ++i) {
+  auto usage = [&] {
+    std::fprintf(stderr,
+                 "usage: %s [--fit] [--loo] [--robust] [--penalty X] [--restarts N] [--seed S] "
+                 "[record file or directory...]\n",
+                 argv[0]);
+    return 2;
+  };
+  for (int i = 1; i < argc; ++i) try {
     const bool has_value = i + 1 < argc;
     if (!std::strcmp(argv[i], "--fit")) fit = true;
     else if (!std::strcmp(argv[i], "--penalty") && has_value) options.pick_penalty = std::stod(argv[++i]);
@@ -93,13 +101,11 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--seed") && has_value) options.seed = unsigned(std::stoul(argv[++i]));
     else if (!std::strcmp(argv[i], "--loo")) loo = true;
     else if (!std::strcmp(argv[i], "--robust")) robust = true;
-    else if (argv[i][0] == '-') {
-      std::fprintf(stderr,
-                   "usage: %s [--fit] [--loo] [--robust] [--penalty X] [--restarts N] [--seed S] "
-                   "[record file or directory...]\n",
-                   argv[0]);
-      return 2;
-    } else paths.push_back(argv[i]);
+    else if (argv[i][0] == '-') return usage();
+    else paths.push_back(argv[i]);
+  } catch (const std::logic_error&) {   // std::stod and friends: not a number
+    std::fprintf(stderr, "%s: %s needs a number\n", argv[0], argv[i - 1]);
+    return usage();
   }
   if (paths.empty()) paths.push_back("bench/results/h100");
   try {

@@ -1,9 +1,9 @@
 // ours.wgmma / ours.cluster at the kernel level: every configuration, on the odd shapes the issue names and on
 // batched and split-K cases, either computes the case correctly (poisoned output, every element against the GPU
 // fp32-accumulating reference) or says why it cannot; and the configuration choices hold where no GPU is needed.
-#include <algorithm>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #ifndef AISPFLOW_HAS_CUDA
@@ -67,7 +67,8 @@ TEST(HopperKernels, DefaultPicksFollowTheShape) {
 }
 
 // The 256 x 128 tile is an autotune configuration of its own, named and described by its rows, in every cluster
-// shape; the pick model has no evidence for it yet, so the default pick never lands on it.
+// shape; its records price it slower than 128 x 256 (NOTES.md step 18), so the default pick does not land on it
+// on these shapes.
 TEST(HopperKernels, TheTallTileIsAConfigurationTheDefaultDoesNotPick) {
   const auto cluster = ours::cluster_kernels();
   const GemmCase square{shape_of(4096, 4096, 4096), "bf16", "nt", "none"};
