@@ -19,10 +19,7 @@ ENGINE=$BUILD/bench/engine_bench
 OUT=$ROOT/bench/results/cpu/engine.json
 FIRST_RUNS=${FIRST_RUNS:-5}
 CACHED_RUNS=${CACHED_RUNS:-30}
-for tool in hyperfine jq; do
-  command -v "$tool" >/dev/null || { echo "run_engine_bench.sh: needs $tool (apt-get install $tool)" >&2; exit 2; }
-done
-[ -x "$BIN" ] && [ -x "$ENGINE" ] || { echo "run_engine_bench.sh: build aispflow and engine_bench in $BUILD first" >&2; exit 2; }
+require run_engine_bench.sh hyperfine jq -- "$BIN" "$ENGINE"
 
 # The 1,101-node workflow.
 generate() {

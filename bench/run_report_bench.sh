@@ -18,11 +18,7 @@ BIN=$BUILD/aispflow
 OUT=$ROOT/bench/results/cpu/report_draw.json
 RUNS=${RUNS:-7}
 RECORDS=${RECORDS:-5000}
-for tool in chromium jq; do
-  command -v "$tool" >/dev/null || { echo "run_report_bench.sh: needs $tool (apt-get install $tool)" >&2; exit 2; }
-done
-[ -x "$BIN" ] && [ -x "$BUILD/bench/report_fixture" ] ||
-  { echo "run_report_bench.sh: build aispflow and bench/report_fixture in $BUILD first" >&2; exit 2; }
+require run_report_bench.sh chromium jq -- "$BIN" "$BUILD/bench/report_fixture"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
