@@ -92,8 +92,8 @@ TEST(HopperKernels, TheTallTileIsAConfigurationTheDefaultDoesNotPick) {
 }
 
 // At M <= 64 a cooperative 128-row tile loads only A's first 64 rows (NOTES.md step 26), and its record says so;
-// at M = 65 the second warpgroup's rows are live and the whole box loads; a 1x2 cluster (A split between its
-// CTAs) and the 256-row tile keep the whole box.
+// at M = 65 the second warpgroup's rows are live and the whole box loads; a 1x2 cluster splits the 64 rows
+// between its CTAs (each multicasts its 32); the 256-row tile keeps the whole box.
 TEST(HopperKernels, DecodeLoadsOnlyTheLiveRowsOfA) {
   const auto cluster = ours::cluster_kernels();
   auto named = [&](const std::string& name) -> const OurKernel& {
@@ -109,7 +109,7 @@ TEST(HopperKernels, DecodeLoadsOnlyTheLiveRowsOfA) {
   EXPECT_TRUE(says("128x128x64_c1x1_persistent", 64));
   EXPECT_TRUE(says("128x192x64_c2x1_persistent", 1));
   EXPECT_FALSE(says("128x128x64_c1x1_persistent", 65));
-  EXPECT_FALSE(says("128x128x64_c1x2_persistent", 64));
+  EXPECT_TRUE(says("128x128x64_c1x2_persistent", 64));   // 32 rows a CTA, multicast to the pair
   EXPECT_FALSE(says("256x128x64_c1x1_persistent", 64));
 }
 
@@ -235,8 +235,8 @@ TEST_F(HopperGpu, StreamKIsExactAndAMissingFixUpIsCaught) {
       ++engaged;
       small_grid += all_tiles ? 1 : 0;
       for (bool sabotage : {false, true}) {
-        std::optional<ours::StreamKSabotage> hook;
-        if (sabotage) hook.emplace();
+        std::optional<ours::KernelSabotage> hook;
+        if (sabotage) hook.emplace(ours::KernelSabotage::What::skip_stream_k_fix_up);
         const BoundLaunch launch = kernel->bind(problem);
         problem.poison_output(context_->stream());
         launch(context_->stream(), 0);
@@ -254,6 +254,32 @@ TEST_F(HopperGpu, StreamKIsExactAndAMissingFixUpIsCaught) {
   }
   EXPECT_GT(engaged - small_grid, 0) << "no stream-K configuration shared the last wave on these shapes";
   EXPECT_GT(small_grid, 0) << "no stream-K configuration shared a small grid on these shapes";
+}
+
+// The A-box trim (NOTES.md step 26) is right only where rows 64-127 of the tile lie past M. Applied where they are
+// live (M = 100, and M = 65 where one live row is enough), consumer warpgroup 1 multiplies stale shared memory, and
+// the verification must reject every configuration that would trim, in both cluster shapes and with split-K.
+TEST_F(HopperGpu, ATrimWhereRowsAreLiveIsCaught) {
+  int caught = 0;
+  for (const GemmCase& c : {GemmCase{shape_of(100, 2880, 2880), "bf16", "nt", "none"},
+                            GemmCase{shape_of(65, 1024, 512), "fp8_e4m3", "nt", "bias"}}) {
+    std::mt19937_64 rng(3);
+    GemmProblem problem(c.shape, *lt_dtype(c.dtype), rng(), context_->stream(), 1, GemmVariant::of(c));
+    for (const auto& kernel : ours::cluster_kernels()) {
+      const auto config = kernel->config();
+      if (kernel->unsupported(c) || config["tile"][0] != 128 || config.value("schedule", "") == "pingpong") continue;
+      SCOPED_TRACE(kernel->identity(c));
+      ours::KernelSabotage hook(ours::KernelSabotage::What::trim_live_rows_of_a);
+      const BoundLaunch launch = kernel->bind(problem);
+      problem.poison_output(context_->stream());
+      launch(context_->stream(), 0);
+      AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(context_->stream()));
+      const Comparison cmp = problem.check_output(context_->stream());
+      EXPECT_TRUE(cmp.non_finite > 0 || cmp.max_rel_err > 10 * problem.tolerance()) << cmp.describe(c.shape.n);
+      ++caught;
+    }
+  }
+  EXPECT_GT(caught, 10);
 }
 
 // The check itself must be able to fail: the right product with another bias (what a kernel reading the wrong

@@ -144,7 +144,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       std::uint16_t mask_b = 0, mask_a = 0;
       for (int i = 0; i < p.cluster_m; ++i) mask_b |= std::uint16_t(1u << (rank_n * p.cluster_m + i));
       for (int j = 0; j < p.cluster_n; ++j) mask_a |= std::uint16_t(1u << (j * p.cluster_m + rank_m));
-      const int a_rows = BM / p.cluster_n;            // this CTA's slice of the shared A tile
+      // This CTA's slice of the shared A tile: of BM rows, or of the 64 live rows of a trimmed box.
+      const int a_rows = (p.a_box_rows > 0 ? p.a_box_rows : BM) / p.cluster_n;
       const int b_rows = BN / p.cluster_m;            // ... of the shared B tile (K-major B)
       // Bytes a stage receives: the whole tile, less the A rows a trimmed box leaves out (p.a_box_rows).
       const std::uint32_t stage_bytes =

@@ -218,7 +218,9 @@ class HopperGemm final : public OurKernel {
     p.total_work = p.splits * p.batch * p.cm_tiles * p.cn_tiles;
     p.raster_group = config_.raster_group;
     p.promotion_stagger = promotion_stagger();
-    const bool trim_a = trims_a_box(s);
+    const bool trim_a =
+        trims_a_box(s) || (KernelSabotage::active(KernelSabotage::What::trim_live_rows_of_a) &&
+                           config_.block_m == 128 && !config_.ping_pong());
     p.a_box_rows = trim_a ? 64 : 0;
     if (config_.fp8) {
       p.scale_a = problem.device_scale_a();
@@ -251,7 +253,7 @@ class HopperGemm final : public OurKernel {
         AISPFLOW_CUDA_CHECK(cudaMemset(plan->sk_flags.get(), 0, plan->sk_flags.bytes()));
         p.sk_partials = plan->sk_partials.as<float>();
         p.sk_flags = plan->sk_flags.as<int>();
-        p.sk_skip_fixup = StreamKSabotage::active() ? 1 : 0;
+        p.sk_skip_fixup = KernelSabotage::active(KernelSabotage::What::skip_stream_k_fix_up) ? 1 : 0;
       }
     }
 
@@ -259,7 +261,7 @@ class HopperGemm final : public OurKernel {
     // A K x N B keeps its K rows when only K is padded: TMA fills rows past K with zeros, as past any tile.
     for (int copy = 0; copy < problem.copies(); ++copy) {
       plan->maps.push_back(tensor_map(ops.a(copy), ab, ab_bytes, pad.k, s.m, s.batch, bk,
-                                      trim_a ? 64 : config_.block_m / p.cluster_n));
+                                      (trim_a ? 64 : config_.block_m) / p.cluster_n));
       if (mn)   // B row-major K x N: boxes of 64 columns x bk rows
         plan->maps.push_back(tensor_map(ops.b(copy), ab, ab_bytes, pad.n, s.k, s.batch, 64, bk));
       else      // B row-major N x K: boxes of bk x (block_n / cluster_m) rows
@@ -356,10 +358,10 @@ class HopperGemm final : public OurKernel {
                                      config_.cluster_m, config_.cluster_n, d->sm_count, clusters);
   }
 
-  // At M <= 64 a stage loads only A's first 64 rows (HopperParams::a_box_rows): cooperative 128-row tiles whose
-  // A is not split across a 1x2 cluster.
+  // At M <= 64 a stage loads only A's first 64 rows (HopperParams::a_box_rows): cooperative 128-row tiles; in a
+  // 1x2 cluster each CTA loads 32 of them and multicasts them to both.
   bool trims_a_box(const GemmShape& s) const {
-    return s.m <= 64 && config_.block_m == 128 && config_.cluster_n == 1 && !config_.ping_pong();
+    return s.m <= 64 && config_.block_m == 128 && !config_.ping_pong();
   }
 
   // k-tiles that consumer warpgroup 1 promotes one at a time before its first interval: half an interval.
@@ -390,11 +392,11 @@ std::string HopperConfig::name() const {
 }
 
 namespace {
-std::atomic<int> g_stream_k_sabotage{0};
+std::atomic<int> g_sabotage[2]{0, 0};   // live hooks per KernelSabotage::What
 }  // namespace
-StreamKSabotage::StreamKSabotage() { ++g_stream_k_sabotage; }
-StreamKSabotage::~StreamKSabotage() { --g_stream_k_sabotage; }
-bool StreamKSabotage::active() { return g_stream_k_sabotage.load() > 0; }
+KernelSabotage::KernelSabotage(What what) : what_(what) { ++g_sabotage[int(what)]; }
+KernelSabotage::~KernelSabotage() { --g_sabotage[int(what_)]; }
+bool KernelSabotage::active(What what) { return g_sabotage[int(what)].load() > 0; }
 
 std::unique_ptr<OurKernel> make_hopper_kernel(const HopperConfig& config) {
   return std::make_unique<HopperGemm>(config);

@@ -48,15 +48,22 @@ struct HopperConfig {
 
 std::unique_ptr<OurKernel> make_hopper_kernel(const HopperConfig& config);
 
-// Test hook: while one is alive, stream-K launches bound from then on skip the fix-up (a tile's owner stores
-// only its own k-range), which the verification must reject (tests/gpu/test_hopper_kernels.cpp).
-class StreamKSabotage {
+// Test hook: while one is alive, launches bound from then on are broken on purpose, in a way the verification
+// must reject (tests/gpu/test_hopper_kernels.cpp):
+//   skip_stream_k_fix_up: a stream-K tile's owner stores only its own k-range;
+//   trim_live_rows_of_a:  a stage loads A's first 64 rows even where M > 64 makes rows 64-127 live (the trim of
+//                         NOTES.md step 26 applied where it is wrong: consumer warpgroup 1 reads stale rows).
+class KernelSabotage {
  public:
-  StreamKSabotage();
-  ~StreamKSabotage();
-  StreamKSabotage(const StreamKSabotage&) = delete;
-  StreamKSabotage& operator=(const StreamKSabotage&) = delete;
-  static bool active();
+  enum class What { skip_stream_k_fix_up, trim_live_rows_of_a };
+  explicit KernelSabotage(What what);
+  ~KernelSabotage();
+  KernelSabotage(const KernelSabotage&) = delete;
+  KernelSabotage& operator=(const KernelSabotage&) = delete;
+  static bool active(What what);
+
+ private:
+  What what_;
 };
 
 // The configuration lists of the two providers, default first per dtype (docs/nodes.md lists them).
