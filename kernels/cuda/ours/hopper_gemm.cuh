@@ -84,12 +84,6 @@ __device__ __forceinline__ std::uint32_t pack_bf16x2(float lo, float hi) {
   return *reinterpret_cast<const std::uint32_t*>(&v);
 }
 
-__device__ __forceinline__ float apply_epilogue(float v, int col, const HopperParams& p) {
-  if (p.epilogue != 0 && col < p.n) v += __bfloat162float(static_cast<const __nv_bfloat16*>(p.bias)[col]);
-  if (p.epilogue == 2) v = gelu_tanh_fast(v);
-  return v;
-}
-
 template <bool Fp8, int BM, int BN, bool BMnMajor, bool PingPong, int PromoteEvery>
 __global__ void __launch_bounds__(kThreads, 1)
     hopper_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
@@ -417,18 +411,33 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
 #pragma unroll
         for (int c = 0; c < BN / kChunkCols; ++c, ++chunk_counter) {
+          // The chunk's bias pairs (columns col and col + 1 of each 8-column group: one 4-byte read-only load),
+          // all issued before the barrier so that their latency hides behind it. A load per element, between
+          // shared-memory stores the compiler could not move it past, made the fused bias + GELU slower than
+          // cuBLASLt's unfused pair (NOTES.md step 32).
+          float2 bias[8];
+#pragma unroll
+          for (int jj = 0; jj < 8; ++jj) {
+            const int col = n0 + 8 * (c * 8 + jj) + 2 * (lane % 4);   // even, and n is even: col + 1 < n too
+            bias[jj] = p.epilogue != 0 && col < p.n
+                           ? __bfloat1622float2(__ldg(static_cast<const __nv_bfloat162*>(p.bias) + col / 2))
+                           : make_float2(0.0f, 0.0f);
+          }
           std::uint8_t* buf = chunks + (wg * 2 + (chunk_counter & 1)) * kChunkBytes;
           if (tid == 0) tma_store_wait_read<1>();   // the store that last used this buffer has read it
           named_barrier(1 + wg, 128);
 #pragma unroll
           for (int jj = 0; jj < 8; ++jj) {
             const int j = c * 8 + jj;
-            const int col = n0 + 8 * j + 2 * (lane % 4);
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
               const int r = row_in_slice + 8 * h;
-              const float v0 = apply_epilogue(scale * d[4 * j + 2 * h], col, p);
-              const float v1 = apply_epilogue(scale * d[4 * j + 2 * h + 1], col + 1, p);
+              float v0 = scale * d[4 * j + 2 * h] + bias[jj].x;
+              float v1 = scale * d[4 * j + 2 * h + 1] + bias[jj].y;
+              if (p.epilogue == 2) {
+                v0 = gelu_tanh_fast(v0);
+                v1 = gelu_tanh_fast(v1);
+              }
               const int offset = r * 128 + ((jj ^ (r & 7)) << 4) + 4 * (lane % 4);
               *reinterpret_cast<std::uint32_t*>(buf + offset) = pack_bf16x2(v0, v1);
             }
