@@ -184,6 +184,8 @@ int small_grid_stream_k_tiles(const PickShape& s, int block_m, int block_n, int 
   return stream_k_small_grid_tiles(tiles, int(ceil_div(s.k, block_k)), clusters);
 }
 
+bool a_box_trimmed(std::int64_t m, int block_m, bool ping_pong) { return m <= 64 && block_m == 128 && !ping_pong; }
+
 PickPrediction predict_pick(const PickShape& s, const std::string& dtype, const PickConfig& cfg,
                             const PickConstants& c, int sms) {
   const bool fp8 = is_fp8(dtype);
@@ -234,8 +236,10 @@ PickPrediction predict_pick(const PickShape& s, const std::string& dtype, const 
   const double pair_a = (cfg.cluster_m == 1 && cfg.cluster_n == 2) ? c.cluster_1x2_extra : 0.0;
   const double math = area / kUnitArea / efficiency * (1.0 + cluster_cost(cluster, fp8, c) + pair_a);
   const double ab_bytes = fp8 ? 1.0 : 2.0;
-  // Rows a tile actually loads: TMA fetches nothing past the matrix's edge (M = 64 fills half a 128-row tile).
-  const double a_rows = double(std::min<std::int64_t>(cfg.block_m, s.m));
+  // Rows of A a stage loads: the whole box, whose rows past the matrix's edge the TMA fills with zeros at about the
+  // cost of loading them (NOTES.md step 26), unless the kernel trims the box to 64 rows at M <= 64.
+  const bool trimmed = cfg.a_box_trim && a_box_trimmed(s.m, cfg.block_m, cfg.schedule == "pingpong");
+  const double a_rows = trimmed ? 64.0 : double(cfg.block_m);
   const double b_rows = double(std::min<std::int64_t>(cfg.block_n, s.n));
   const double l2_slabs = (a_rows / cfg.cluster_n + b_rows / cfg.cluster_m) / 128.0;
   const double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);
@@ -319,6 +323,7 @@ PickConfig pick_config_from_json(const nlohmann::json& j) {
   c.promotion_stagger = j.value("promotion_stagger", 0);   // absent before 2026-11-26's staggered configurations
   c.slots = j.value("co_resident_clusters", 0);   // absent in records written before 2026-11-26
   c.stream_k_small_grid = j.value("stream_k_small_grid", false);   // likewise: those `_sk` records split K there
+  c.a_box_trim = j.value("a_box_trim", false);   // absent before 2026-11-26's step 30 (the fit reads the record's kernel)
   return c;
 }
 

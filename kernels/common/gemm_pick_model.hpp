@@ -34,6 +34,9 @@ struct PickConfig {
   int promotion_stagger = 0;            // fp8: k-tiles the second consumer warpgroup's promotions lag (0 = in step)
   int slots = 0;                        // co-resident clusters (the kernel's occupancy query, which its grid
                                         // uses); 0 = unknown: sms / cluster size, 2x2: cluster4_slots
+  bool a_box_trim = false;              // at M <= 64 a stage loads a 64-row A box instead of block_m rows, most of
+                                        // them zero-filled (cooperative 128-row tiles since NOTES.md step 26; 1x2
+                                        // clusters since step 30); records before say nothing, and paid the fill
 };
 
 // The model's constants (their meaning: docs/kernels.md and gemm_pick_model.cpp). Time unit: one 128x256
@@ -98,6 +101,9 @@ int stream_k_small_grid_tiles(std::int64_t tiles, int k_tiles, int clusters);
 // tiles (of cluster_m x cluster_n tiles) that stream_k_small_grid_tiles lets `clusters` share; else 0.
 int small_grid_stream_k_tiles(const PickShape& shape, int block_m, int block_n, int block_k, int cluster_m,
                               int cluster_n, int sms, int clusters);
+// Whether ours.cluster trims A's box to the 64 rows M can fill (M <= 64, cooperative 128-row tiles): the kernel's
+// rule, which the model prices where a configuration says it trims (PickConfig::a_box_trim).
+bool a_box_trimmed(std::int64_t m, int block_m, bool ping_pong);
 // The fix-up's price in k-tile-times of the same tile: one fp32 partial tile written and one read per cluster.
 double stream_k_price_ktiles(int block_m, int block_n);
 

@@ -198,6 +198,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int first_slice = PingPong ? 0 : wg * kSlices;
     std::uint32_t it = 0, chunk_counter = 0;
     float acc[kSlices][kAcc];
+    // Descriptors of stage 0's A slab (row 0) and B slab; issue() adds a stage's and a K step's offsets.
+    const std::uint64_t desc_a0 = smem_desc(stage_a, 16, 1024);
+    const std::uint64_t desc_b0 = BMnMajor ? smem_desc(stage_b, kBlockK * kRowBytes, 1024) : smem_desc(stage_b, 16, 1024);
+    const std::uint32_t desc_a0_lo = std::uint32_t(desc_a0), desc_b0_lo = std::uint32_t(desc_b0);
+    const std::uint64_t desc_hi_a = desc_a0 & ~std::uint64_t(0xFFFFFFFF), desc_hi_b = desc_b0 & ~std::uint64_t(0xFFFFFFFF);
     int local = 0;   // index of the unit among this CTA's, in the producer's order
     WorkSchedule schedule(p, cluster_id, clusters);
     WorkUnit unit;
@@ -222,23 +227,30 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int i = 0; i < kAcc; ++i) acc[h][i] = 0.0f;
       // Tells every CTA that reads stage `s` (its own consumers and, under multicast, its peers') that this
       // warpgroup is done with it.
+      // In a cluster, thread r arrives on CTA r's barrier: one predicated instruction, no loop (the wait that
+      // retired the group is the whole warpgroup's, so any of its threads may signal).
       auto release = [&](int s) {
-        if (tid != 0) return;
-        if (cluster_size == 1)
-          mbar_arrive(&empty[s]);
-        else
-          for (int r = 0; r < cluster_size; ++r) mbar_arrive_cluster(&empty[s], std::uint32_t(r));
+        if (cluster_size == 1) {
+          if (tid == 0) mbar_arrive(&empty[s]);
+        } else if (tid < cluster_size) {
+          mbar_arrive_cluster(&empty[s], std::uint32_t(tid));
+        }
       };
-      auto issue = [&](float (&d)[kAcc], const std::uint8_t* a, const std::uint8_t* b, bool accumulate_first) {
+      // wgmma for one k-tile of stage `s`, A's rows from `a_row` of the slab: the shared-memory descriptors are
+      // stage 0's plus constants (a descriptor holds its start address in 16-byte units in its low 14 bits, and
+      // no stage crosses them), instead of being rebuilt from addresses per instruction: that rebuilding was most
+      // of the 2.5x CUTLASS's instruction count that ncu counted (NOTES.md step 33).
+      // The offsets go into the low 32 bits only (start address and leading offset); the high half (stride,
+      // swizzle) is the same for every stage, so no 64-bit carry arithmetic is left per instruction.
+      auto issue = [&](float (&d)[kAcc], int s, int a_row, bool accumulate_first) {
+        const std::uint32_t a = desc_a0_lo + std::uint32_t((s * kASlab + a_row * kRowBytes) >> 4);
+        const std::uint32_t b = desc_b0_lo + std::uint32_t((s * kBSlab) >> 4);
 #pragma unroll
         for (int kk = 0; kk < kBlockK / Shape::kKStep; ++kk) {
-          const std::uint64_t desc_a = smem_desc(a + kk * 32, 16, 1024);
-          std::uint64_t desc_b;
-          if constexpr (BMnMajor)
-            desc_b = smem_desc(b + kk * Shape::kKStep * kRowBytes, kBlockK * kRowBytes, 1024);
-          else
-            desc_b = smem_desc(b + kk * 32, 16, 1024);
-          wgmma<Fp8, BN, BMnMajor ? 1 : 0>(d, desc_a, desc_b, (accumulate_first || kk > 0) ? 1 : 0);
+          // K step kk: 32 bytes further along a K-major row; an MN-major B steps kKStep rows of 128 bytes.
+          constexpr std::uint32_t kStepB = BMnMajor ? (Shape::kKStep * kRowBytes) >> 4 : 32 >> 4;
+          wgmma<Fp8, BN, BMnMajor ? 1 : 0>(d, desc_hi_a | (a + kk * (32 >> 4)), desc_hi_b | (b + kk * kStepB),
+                                           (accumulate_first || kk > 0) ? 1 : 0);
         }
       };
       auto fence_accumulators = [&] {
@@ -256,7 +268,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           fence_accumulators();
 #pragma unroll
           for (int h = 0; h < kSlices; ++h)
-            issue(acc[h], stage_a + s * kASlab + (first_slice + h) * 64 * kRowBytes, stage_b + s * kBSlab,
+            issue(acc[h], s, (first_slice + h) * 64,
                   kt > k_begin);
           wgmma_commit();
           wgmma_wait<1>();
@@ -293,7 +305,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             mbar_wait(&full[s], (it / kStages) & 1);
             wgmma_fence();
             fence_registers(part);
-            issue(part, stage_a + s * kASlab + wg * 64 * kRowBytes, stage_b + s * kBSlab, false);
+            issue(part, s, wg * 64, false);
             wgmma_commit();
             wgmma_wait<0>();
             fence_registers(part);
@@ -318,7 +330,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 mbar_wait(&full[s], (at / kStages) & 1);
                 wgmma_fence();
                 fence_registers(part);
-                issue(part, stage_a + s * kASlab + wg * 64 * kRowBytes, stage_b + s * kBSlab, j > 0);
+                issue(part, s, wg * 64, j > 0);
                 wgmma_commit();
                 if (j > 0 && j + 1 < PromoteEvery) {
                   wgmma_wait<1>();   // k-tile j - 1 has been read
@@ -426,21 +438,28 @@ __global__ void __launch_bounds__(kThreads, 1)
           std::uint8_t* buf = chunks + (wg * 2 + (chunk_counter & 1)) * kChunkBytes;
           if (tid == 0) tma_store_wait_read<1>();   // the store that last used this buffer has read it
           named_barrier(1 + wg, 128);
+          // The chunk is 16 8x8 matrices per warp (8-column group jj, 8-row half h), whose fragments the
+          // accumulators already hold in stmatrix's layout (register 4j + 2h, 4j + 2h + 1: row l/4, columns
+          // 2 (l % 4) and + 1): four stmatrix.x4 per thread instead of sixteen 4-byte stores (NOTES.md step 33).
+          // Each lane gives one matrix row's address: matrix l/8 of the four, its row l % 8; rows of the chunk
+          // are 128 bytes with 16-byte groups swizzled by the row (the TMA store's 128-byte swizzle).
+          const std::uint32_t buf_addr = smem_addr(buf);
 #pragma unroll
-          for (int jj = 0; jj < 8; ++jj) {
-            const int j = c * 8 + jj;
+          for (int q = 0; q < 4; ++q) {
+            std::uint32_t packed[4];
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              const int r = row_in_slice + 8 * h;
+            for (int m = 0; m < 4; ++m) {   // matrix m of this stmatrix: group jj = 2q + m/2, half h = m % 2
+              const int jj = 2 * q + m / 2, h = m % 2, j = c * 8 + jj;
               float v0 = scale * d[4 * j + 2 * h] + bias[jj].x;
               float v1 = scale * d[4 * j + 2 * h + 1] + bias[jj].y;
               if (p.epilogue == 2) {
                 v0 = gelu_tanh_fast(v0);
                 v1 = gelu_tanh_fast(v1);
               }
-              const int offset = r * 128 + ((jj ^ (r & 7)) << 4) + 4 * (lane % 4);
-              *reinterpret_cast<std::uint32_t*>(buf + offset) = pack_bf16x2(v0, v1);
+              packed[m] = pack_bf16x2(v0, v1);
             }
+            const int m = lane / 8, jj = 2 * q + m / 2, r = warp * 16 + 8 * (m % 2) + lane % 8;
+            stmatrix_x4(buf_addr + r * 128 + ((jj ^ (r & 7)) << 4), packed);
           }
           fence_proxy_async_smem();
           named_barrier(1 + wg, 128);

@@ -167,6 +167,8 @@ class HopperGemm final : public OurKernel {
     // Every stream-K configuration also shares all tiles where split-K would otherwise run (small_grid_tiles).
     if (config_.stream_k) j["stream_k_small_grid"] = true;
     if (config_.staggered_promotion) j["promotion_stagger"] = promotion_stagger();
+    // At M <= 64 a stage loads a 64-row A box (trims_a_box): the pick model prices the rows a stage loads.
+    j["a_box_trim"] = config_.block_m == 128 && !config_.ping_pong();
     return j;
   }
 
@@ -360,9 +362,7 @@ class HopperGemm final : public OurKernel {
 
   // At M <= 64 a stage loads only A's first 64 rows (HopperParams::a_box_rows): cooperative 128-row tiles; in a
   // 1x2 cluster each CTA loads 32 of them and multicasts them to both.
-  bool trims_a_box(const GemmShape& s) const {
-    return s.m <= 64 && config_.block_m == 128 && !config_.ping_pong();
-  }
+  bool trims_a_box(const GemmShape& s) const { return a_box_trimmed(s.m, config_.block_m, config_.ping_pong()); }
 
   // k-tiles that consumer warpgroup 1 promotes one at a time before its first interval: half an interval.
   int promotion_stagger() const {

@@ -55,6 +55,15 @@ __device__ __forceinline__ void mbar_arrive(std::uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
 
+// ---- stmatrix ------------------------------------------------------------------------------------------------
+// Stores four 8x8 b16 matrices from the warp's registers (fragment: lane l holds row l/4, elements 2 (l % 4) and
+// + 1, in r[i] for matrix i); lane l gives the shared-memory address of row l % 8 of matrix l / 8 (16-byte aligned).
+__device__ __forceinline__ void stmatrix_x4(std::uint32_t row_addr, const std::uint32_t (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(row_addr), "r"(r[0]),
+               "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+}
+
 // ---- TMA ---------------------------------------------------------------------------------------------------
 // 3-D tile load (x = innermost coordinate, y, z = batch) into this CTA's shared memory, completing on `bar`.
 __device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* map, std::uint64_t* bar, int x, int y, int z) {
