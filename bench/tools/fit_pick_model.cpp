@@ -1,7 +1,8 @@
 // The ours.cluster default-pick model (kernels/common/gemm_pick_model.hpp) against autotune evidence:
 //
 //   fit_pick_model [--fit] [--loo] [--robust] [--penalty X] [--restarts N] [--seed S] [PATH...]
-//                  PATH: a record file or a directory (default bench/results/h100); --penalty, --restarts and
+//                  PATH: a record file or a directory (default: h100_pick_evidence_runs() under
+//                  bench/results/h100, the records of the kernel the constants pick for); --penalty, --restarts and
 //                  --seed set the fit's FitOptions (gemm_pick_fit.hpp: the pick penalty per record, the random
 //                  starts, their seed)
 //
@@ -107,9 +108,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: %s needs a number\n", argv[0], argv[i - 1]);
     return usage();
   }
-  if (paths.empty()) paths.push_back("bench/results/h100");
   try {
-    std::vector<PickEvidence> evidence;
+    // Default: the records of the kernel the committed constants pick for (h100_pick_evidence_runs).
+    std::vector<PickEvidence> evidence = paths.empty() ? read_h100_pick_evidence("bench/results/h100")
+                                                       : std::vector<PickEvidence>{};
     for (const auto& p : paths) {
       auto part = std::filesystem::is_directory(p) ? read_pick_evidence_dir(p) : read_pick_evidence(p);
       evidence.insert(evidence.end(), part.begin(), part.end());

@@ -101,6 +101,21 @@ std::vector<PickEvidence> read_pick_evidence_dir(const std::string& dir) {
   return out;
 }
 
+const std::vector<std::string>& h100_pick_evidence_runs() {
+  // 2026-11-26: the kernel of NOTES.md step 33 (wgmma descriptors from constants, stmatrix epilogue).
+  static const std::vector<std::string> runs = {"issue22/run-1a24669"};
+  return runs;
+}
+
+std::vector<PickEvidence> read_h100_pick_evidence(const std::string& results_dir) {
+  std::vector<PickEvidence> out;
+  for (const auto& run : h100_pick_evidence_runs()) {
+    auto part = read_pick_evidence_dir(results_dir + "/" + run);
+    std::move(part.begin(), part.end(), std::back_inserter(out));
+  }
+  return out;
+}
+
 // The model chooses among the candidates that ran (verified and timed): those are the configurations that can run
 // the case, as the provider's pick would.
 PickOutcome evaluate_pick(const PickEvidence& e, const PickConstants& constants, int sms) {

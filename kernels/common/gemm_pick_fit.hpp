@@ -52,6 +52,12 @@ struct PickEvidence {
 std::vector<PickEvidence> read_pick_evidence(const std::string& path);
 // read_pick_evidence on every *.json under `dir`, recursively, in path order.
 std::vector<PickEvidence> read_pick_evidence_dir(const std::string& dir);
+// The runs (directories under bench/results/h100) of the kernel h100_pick_constants() picks for: what the
+// constants were fitted on, and what the unit test holds the model to. A kernel change that re-ranks the
+// configurations starts a new list (the records of earlier kernels measured another kernel).
+const std::vector<std::string>& h100_pick_evidence_runs();
+// Every record of those runs under `results_dir` (bench/results/h100).
+std::vector<PickEvidence> read_h100_pick_evidence(const std::string& results_dir);
 
 struct PickOutcome {
   std::size_t pick = 0;   // index into the evidence's candidates
