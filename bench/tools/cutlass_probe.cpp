@@ -3,6 +3,7 @@
 // stream, so that a launch that never returns is named instead of hanging a whole test binary.
 //   cutlass_probe list                          the compiled sm_90a instances, one symbol per line
 //   cutlass_probe SYMBOL [M N K] [deadline_s]   run it once on small-integer data, check sampled elements
+//                                               (CUTLASS_PROBE_SWIZZLE=s: the tile scheduler's swizzle)
 // Exit status: 0 ran and matched, 1 wrong result or launch error, 2 usage, 3 did not finish by the deadline
 // (the process then _exits without touching the stream again). bench/run_cutlass_probe.sh drives it, one
 // process per instance under `timeout`, and is read by a person: never committed as evidence.
@@ -81,6 +82,9 @@ int probe(const CutlassInstance& inst, const cutlass_abi::InstanceOps& ops, int 
 
   cutlass_abi::GemmArgs g;
   g.m = m, g.n = n, g.k = k, g.a = da, g.b = db, g.c = dc, g.alpha = 1.0f, g.sm_count = sms, g.stream = stream;
+  // CUTLASS_PROBE_SWIZZLE: the tile scheduler's swizzle (1, 2, 4, 8), as cutlass.select tries them (to profile
+  // one instance at the swizzle that won).
+  if (const char* sw = std::getenv("CUTLASS_PROBE_SWIZZLE")) g.swizzle = std::atoi(sw);
   if (ops.can_implement(g) != cutlass_abi::kOk) {
     std::printf("  can_implement: no\n");
     return 1;

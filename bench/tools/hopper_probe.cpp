@@ -57,9 +57,18 @@ int main(int argc, char** argv) {
   std::vector<std::unique_ptr<OurKernel>> kernels = ours::wgmma_kernels();
   for (auto& k : ours::cluster_kernels()) kernels.push_back(std::move(k));
   // Rasterization experiments (filter "raster"): the default band is 8 cluster rows (NOTES.md step 4).
+  // "raster128": 128 x 128 tiles without a cluster, bf16 and fp8 promote4, bands of 1-64 tile rows (NOTES.md
+  // step 35: CUTLASS's same tile is 30 % faster with a swizzle of 4-8 than with 1).
   if (filter.find("raster") != std::string::npos)
     for (int group : {2, 4, 16, 32})
       kernels.push_back(ours::make_hopper_kernel({"raster" + std::to_string(group), false, 256, 2, 1, true, group, 0}));
+  if (filter.find("raster128") != std::string::npos)
+    for (bool fp8 : {false, true})
+      for (int group : {1, 2, 4, 8, 16, 64}) {
+        ours::HopperConfig c{"raster128_" + std::to_string(group), fp8, 128, 1, 1, true, group, 0};
+        if (fp8) c.promotion_interval = 4;
+        kernels.push_back(ours::make_hopper_kernel(c));
+      }
   // Split-K sweep (filter "splitsweep"): a decode shape's time against the split count, one CTA per tile and split
   // (NOTES.md step 24: is the decode gap each CTA's short mainloop, or the number of CTAs streaming?).
   if (filter.find("splitsweep") != std::string::npos)
