@@ -83,8 +83,9 @@ std::string joined(const std::vector<std::string>& lines) {
 
 TEST(GemmPickModel, EveryCommittedAutotunePickWithin3PercentOfTheWinner) {
   const auto records = evidence();
-  // 55 records: issue22/run-1a24669's cluster_gemm, kernel_selector and unaligned (gemm_pick_model.cpp).
-  ASSERT_GE(records.size(), 55u) << "the committed autotune evidence was not found under " << kEvidenceDir;
+  // 98 records: issue22/run-1a24669's cluster_gemm, kernel_selector and unaligned (55, fitted on), and
+  // issue22/rerun-344c617's cluster_gemm and kernel_selector (43, held out): gemm_pick_fit.cpp.
+  ASSERT_GE(records.size(), 98u) << "the committed autotune evidence was not found under " << kEvidenceDir;
   const auto failures = pick_failures(records, h100_pick_constants(), kKnownMisses);
   EXPECT_TRUE(failures.empty()) << joined(failures);
 }
