@@ -67,8 +67,9 @@ struct WorkSchedule {
   AISPFLOW_HOST_DEVICE WorkSchedule(const Params& params, int id, int count)
       : p(params), cluster_id(id), clusters(count), w(id), pos(range_begin(id)), end(range_begin(id + 1)) {}
   AISPFLOW_HOST_DEVICE int dp_work() const { return p.total_work - p.sk_tiles; }
+  // (No stream-K: no 64-bit division, which every thread of the kernel would pay at its start.)
   AISPFLOW_HOST_DEVICE int range_begin(int c) const {
-    return int(std::int64_t(p.sk_tiles) * p.k_tiles * c / clusters);
+    return p.sk_tiles == 0 ? 0 : int(std::int64_t(p.sk_tiles) * p.k_tiles * c / clusters);
   }
 
   AISPFLOW_HOST_DEVICE bool next(WorkUnit& u) {

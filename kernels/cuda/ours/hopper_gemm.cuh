@@ -116,6 +116,53 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int cluster_id = int(blockIdx.x) / cluster_size;
   const int clusters = int(gridDim.x) / cluster_size;
 
+  // ---------------- producer (thread 0) ----------------
+  // CTAs that share B (same columns: same rank_n) and those that share A (same rows: same rank_m).
+  std::uint16_t mask_b = 0, mask_a = 0;
+  for (int i = 0; i < p.cluster_m; ++i) mask_b |= std::uint16_t(1u << (rank_n * p.cluster_m + i));
+  for (int j = 0; j < p.cluster_n; ++j) mask_a |= std::uint16_t(1u << (j * p.cluster_m + rank_m));
+  // This CTA's slice of the shared A tile: of BM rows, or of the 64 live rows of a trimmed box.
+  const int a_rows = (p.a_box_rows > 0 ? p.a_box_rows : BM) / p.cluster_n;
+  const int b_rows = BN / p.cluster_m;            // ... of the shared B tile (K-major B)
+  // Bytes a stage receives: the whole tile, less the A rows a trimmed box leaves out (p.a_box_rows).
+  const std::uint32_t stage_bytes = Shape::kStageBytes - (p.a_box_rows > 0 ? (BM - p.a_box_rows) * kRowBytes : 0);
+  // Loads k-tile kt of `unit` into stage s (its `full` barrier armed with the bytes to expect).
+  auto load_stage = [&](const WorkUnit& unit, int kt, int s) {
+    const WorkTile& t = unit.t;
+    const int m0 = (t.cm * p.cluster_m + rank_m) * BM;
+    const int n0 = (t.cn * p.cluster_n + rank_n) * BN;
+    mbar_arrive_expect_tx(&full[s], stage_bytes);
+    std::uint8_t* a_dst = stage_a + s * kASlab;
+    std::uint8_t* b_dst = stage_b + s * kBSlab;
+    const int kx = kt * kBlockK;
+    if (p.cluster_n == 1)
+      tma_load(a_dst, &map_a, &full[s], kx, m0, t.batch);
+    else
+      tma_load_multicast(a_dst + rank_n * a_rows * kRowBytes, &map_a, &full[s], kx, m0 + rank_n * a_rows, t.batch,
+                         mask_a);
+    if constexpr (!BMnMajor) {
+      if (p.cluster_m == 1)
+        tma_load(b_dst, &map_b, &full[s], kx, n0, t.batch);
+      else
+        tma_load_multicast(b_dst + rank_m * b_rows * kRowBytes, &map_b, &full[s], kx, n0 + rank_m * b_rows, t.batch,
+                           mask_b);
+    } else {
+      // MN-major B: BN/64 boxes of 64 columns x kBlockK rows, each 8 KB; box j goes to offset j * 8 KB.
+      for (int j = 0; j < BN / 64; ++j) {
+        if (j % p.cluster_m != rank_m) continue;
+        std::uint8_t* dst = b_dst + j * (kBlockK * kRowBytes);
+        if (p.cluster_m == 1)
+          tma_load(dst, &map_b, &full[s], n0 + 64 * j, kx, t.batch);
+        else
+          tma_load_multicast(dst, &map_b, &full[s], n0 + 64 * j, kx, t.batch, mask_b);
+      }
+    }
+  };
+  WorkSchedule producer_schedule(p, cluster_id, clusters);
+  WorkUnit unit;
+  bool has_unit = false;
+  int pre_issued = 0;   // stages loaded before the CTA barrier (a lone CTA: its barriers are its own)
+
   if (threadIdx.x == 0) {
     prefetch_tensormap(&map_a);
     prefetch_tensormap(&map_b);
@@ -127,60 +174,31 @@ __global__ void __launch_bounds__(kThreads, 1)
       mbar_init(&empty[s], (PingPong ? 1 : 2) * cluster_size);
     }
     fence_mbarrier_init();
+    has_unit = producer_schedule.next(unit);
+    // A lone CTA issues its first stages now: their loads overlap the barrier below, the register reallocation
+    // and the consumers' start (NOTES.md step 40: the first load was issued 2.3 us into a 13 us decode kernel).
+    // Fresh stages need no wait on `empty`.
+    if (cluster_size == 1 && has_unit)
+      for (; pre_issued < kStages && unit.k_begin + pre_issued < unit.k_end; ++pre_issued)
+        load_stage(unit, unit.k_begin + pre_issued, pre_issued);
   }
-  cluster_sync();
+  // A cluster's CTAs must see each other's initialised barriers before any multicast; a lone CTA (1x1) only needs
+  // its own threads to, which a CTA barrier does for far less (NOTES.md step 40: the cluster barrier and the one at
+  // exit took 0.9 and 0.7 us of a 13 us decode kernel).
+  if (cluster_size > 1)
+    cluster_sync();
+  else
+    __syncthreads();
 
   if (warpgroup == 0) {
-    // ---------------- producer ----------------
     setmaxnreg_dec<56>();
     if (threadIdx.x == 0) {
-      // CTAs that share B (same columns: same rank_n) and those that share A (same rows: same rank_m).
-      std::uint16_t mask_b = 0, mask_a = 0;
-      for (int i = 0; i < p.cluster_m; ++i) mask_b |= std::uint16_t(1u << (rank_n * p.cluster_m + i));
-      for (int j = 0; j < p.cluster_n; ++j) mask_a |= std::uint16_t(1u << (j * p.cluster_m + rank_m));
-      // This CTA's slice of the shared A tile: of BM rows, or of the 64 live rows of a trimmed box.
-      const int a_rows = (p.a_box_rows > 0 ? p.a_box_rows : BM) / p.cluster_n;
-      const int b_rows = BN / p.cluster_m;            // ... of the shared B tile (K-major B)
-      // Bytes a stage receives: the whole tile, less the A rows a trimmed box leaves out (p.a_box_rows).
-      const std::uint32_t stage_bytes =
-          Shape::kStageBytes - (p.a_box_rows > 0 ? (BM - p.a_box_rows) * kRowBytes : 0);
-      std::uint32_t it = 0;
-      WorkSchedule schedule(p, cluster_id, clusters);
-      WorkUnit unit;
-      while (schedule.next(unit)) {
-        const WorkTile& t = unit.t;
-        const int m0 = (t.cm * p.cluster_m + rank_m) * BM;
-        const int n0 = (t.cn * p.cluster_n + rank_n) * BN;
-        for (int kt = unit.k_begin; kt < unit.k_end; ++kt, ++it) {
+      std::uint32_t it = std::uint32_t(pre_issued);
+      for (int skip = pre_issued; has_unit; has_unit = producer_schedule.next(unit), skip = 0) {
+        for (int kt = unit.k_begin + skip; kt < unit.k_end; ++kt, ++it) {
           const int s = int(it % kStages);
-          const std::uint32_t phase = (it / kStages) & 1;
-          mbar_wait(&empty[s], phase ^ 1);
-          mbar_arrive_expect_tx(&full[s], stage_bytes);
-          std::uint8_t* a_dst = stage_a + s * kASlab;
-          std::uint8_t* b_dst = stage_b + s * kBSlab;
-          const int kx = kt * kBlockK;
-          if (p.cluster_n == 1)
-            tma_load(a_dst, &map_a, &full[s], kx, m0, t.batch);
-          else
-            tma_load_multicast(a_dst + rank_n * a_rows * kRowBytes, &map_a, &full[s], kx, m0 + rank_n * a_rows,
-                               t.batch, mask_a);
-          if constexpr (!BMnMajor) {
-            if (p.cluster_m == 1)
-              tma_load(b_dst, &map_b, &full[s], kx, n0, t.batch);
-            else
-              tma_load_multicast(b_dst + rank_m * b_rows * kRowBytes, &map_b, &full[s], kx, n0 + rank_m * b_rows,
-                                 t.batch, mask_b);
-          } else {
-            // MN-major B: BN/64 boxes of 64 columns x kBlockK rows, each 8 KB; box j goes to offset j * 8 KB.
-            for (int j = 0; j < BN / 64; ++j) {
-              if (j % p.cluster_m != rank_m) continue;
-              std::uint8_t* dst = b_dst + j * (kBlockK * kRowBytes);
-              if (p.cluster_m == 1)
-                tma_load(dst, &map_b, &full[s], n0 + 64 * j, kx, t.batch);
-              else
-                tma_load_multicast(dst, &map_b, &full[s], n0 + 64 * j, kx, t.batch, mask_b);
-            }
-          }
+          mbar_wait(&empty[s], ((it / kStages) & 1) ^ 1);
+          load_stage(unit, kt, s);
         }
       }
     }
@@ -473,7 +491,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (tid == 0) tma_store_wait_all<0>();
   }
   // No CTA may leave while a peer can still multicast into its shared memory or arrive on its barriers.
-  cluster_sync();
+  if (cluster_size > 1) cluster_sync();
 #endif
 }
 
