@@ -102,10 +102,9 @@ std::vector<PickEvidence> read_pick_evidence_dir(const std::string& dir) {
 }
 
 const std::vector<std::string>& h100_pick_evidence_runs() {
-  // 2026-11-26: the kernel of NOTES.md step 33 (wgmma descriptors from constants, stmatrix epilogue): the run the
-  // constants were fitted on, and a second run of the same kernel (cluster_gemm and kernel_selector) they had not
-  // seen.
-  static const std::vector<std::string> runs = {"issue22/run-1a24669", "issue22/rerun-344c617"};
+  // 2026-11-26: the kernel of NOTES.md step 40 (a lone CTA starts without a cluster barrier); the runs of the
+  // kernel before it (step 33: run-1a24669, rerun-344c617) measured another kernel's decode.
+  static const std::vector<std::string> runs = {"issue22/run-938af79"};
   return runs;
 }
 

@@ -31,8 +31,11 @@ PickConfig config(int bn, int cm, int cn, int bk = 64) {
 // case), each with the ratio it must still reach: the measured gap, a little rounded down (docs/kernels.md lists
 // them). A record that misses and is not listed fails the test (re-fit with bench/tools/fit_pick_model --fit, or
 // list it here with its gap and say so in docs/kernels.md), and so does a listed one that falls below its floor.
-// None today: the constants fitted on h100_pick_evidence_runs() pick within 3 % on all of its records.
-const std::map<std::string, double> kKnownMisses = {};
+const std::map<std::string, double> kKnownMisses = {
+    // unaligned.yaml's 1000 x 1000 x 1008 bf16 (layout nn): 128x64 without a cluster picked, the 2x1 pair wins by
+    // 4 % (in-sample; the fit trades it against the decode records, where a lone CTA now starts first).
+    {"issue22/run-938af79/unaligned/run/nodes/aligned/artifact.json: m1000_n1000_k1008 bf16 nn none", 0.955},
+};
 
 // The records the model is held to: those of the kernel it picks for (h100_pick_evidence_runs()).
 std::vector<PickEvidence> evidence() { return read_h100_pick_evidence(kEvidenceDir); }
@@ -83,9 +86,8 @@ std::string joined(const std::vector<std::string>& lines) {
 
 TEST(GemmPickModel, EveryCommittedAutotunePickWithin3PercentOfTheWinner) {
   const auto records = evidence();
-  // 98 records: issue22/run-1a24669's cluster_gemm, kernel_selector and unaligned (55, fitted on), and
-  // issue22/rerun-344c617's cluster_gemm and kernel_selector (43, held out): gemm_pick_fit.cpp.
-  ASSERT_GE(records.size(), 98u) << "the committed autotune evidence was not found under " << kEvidenceDir;
+  // 55 records: issue22/run-938af79's cluster_gemm, kernel_selector and unaligned (gemm_pick_fit.cpp).
+  ASSERT_GE(records.size(), 55u) << "the committed autotune evidence was not found under " << kEvidenceDir;
   const auto failures = pick_failures(records, h100_pick_constants(), kKnownMisses);
   EXPECT_TRUE(failures.empty()) << joined(failures);
 }
@@ -97,6 +99,7 @@ TEST(GemmPickModel, KnownMissesAreHeldToTheirFloorsAndMustExist) {
   const auto records = evidence();
   ASSERT_FALSE(records.empty());
   EXPECT_EQ(pick_failures(records, h100_pick_constants(), kKnownMisses).size(), 0u);
+  EXPECT_EQ(pick_failures(records, h100_pick_constants(), {}).size(), kKnownMisses.size());
   const PickEvidence* worst = nullptr;
   double worst_ratio = 2;
   for (const auto& e : records)
@@ -105,13 +108,19 @@ TEST(GemmPickModel, KnownMissesAreHeldToTheirFloorsAndMustExist) {
       worst = &e;
     }
   ASSERT_LT(worst_ratio, 0.999) << "every pick is its winner: no record to list";
+  // The list with one entry set (added, or its floor moved).
+  auto listing = [](const std::string& name, double floor) {
+    auto known = kKnownMisses;
+    known[name] = floor;
+    return known;
+  };
   const std::string name = relative_source(worst->source);
-  const auto above = pick_failures(records, h100_pick_constants(), {{name, worst_ratio + 0.001}});
+  const auto above = pick_failures(records, h100_pick_constants(), listing(name, worst_ratio + 0.001));
   ASSERT_EQ(above.size(), 1u) << joined(above);
   EXPECT_NE(above[0].find(worst->source), std::string::npos) << above[0];
-  EXPECT_TRUE(pick_failures(records, h100_pick_constants(), {{name, worst_ratio - 0.01}}).empty());
-  const auto unknown =
-      pick_failures(records, h100_pick_constants(), {{"issue22/no-such-run/artifact.json: square_4096 bf16 nt none", 0.9}});
+  EXPECT_TRUE(pick_failures(records, h100_pick_constants(), listing(name, worst_ratio - 0.01)).empty());
+  const auto unknown = pick_failures(records, h100_pick_constants(),
+                                     listing("issue22/no-such-run/artifact.json: square_4096 bf16 nt none", 0.9));
   ASSERT_EQ(unknown.size(), 1u) << joined(unknown);
   EXPECT_NE(unknown[0].find("names no committed record"), std::string::npos) << unknown[0];
 }
