@@ -55,7 +55,7 @@ void collect(const nlohmann::json& j, const std::string& path, std::vector<PickE
     try {
       ec.config = pick_config_from_json(c.at("config"));
       // Records from before the configuration said so (run-d734c37, run-9b47bed) name the trim in the kernel.
-      if (c.value("kernel", std::string()).find("A loads its 64 live rows") != std::string::npos)
+      if (c.value("kernel", std::string()).find(kATrimKernelNote) != std::string::npos)
         ec.config.a_box_trim = true;
     } catch (const std::exception& ex) {
       throw std::runtime_error(e.source + ": candidate: " + ex.what());

@@ -185,7 +185,8 @@ int small_grid_stream_k_tiles(const PickShape& s, int block_m, int block_n, int 
   return stream_k_small_grid_tiles(tiles, int(ceil_div(s.k, block_k)), clusters);
 }
 
-bool a_box_trimmed(std::int64_t m, int block_m, bool ping_pong) { return m <= 64 && block_m == 128 && !ping_pong; }
+bool a_box_trim_capable(int block_m, bool ping_pong) { return block_m == 128 && !ping_pong; }
+bool a_box_trimmed(std::int64_t m, int block_m, bool ping_pong) { return m <= 64 && a_box_trim_capable(block_m, ping_pong); }
 
 PickPrediction predict_pick(const PickShape& s, const std::string& dtype, const PickConfig& cfg,
                             const PickConstants& c, int sms) {

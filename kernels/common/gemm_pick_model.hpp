@@ -101,9 +101,14 @@ int stream_k_small_grid_tiles(std::int64_t tiles, int k_tiles, int clusters);
 // tiles (of cluster_m x cluster_n tiles) that stream_k_small_grid_tiles lets `clusters` share; else 0.
 int small_grid_stream_k_tiles(const PickShape& shape, int block_m, int block_n, int block_k, int cluster_m,
                               int cluster_n, int sms, int clusters);
-// Whether ours.cluster trims A's box to the 64 rows M can fill (M <= 64, cooperative 128-row tiles): the kernel's
-// rule, which the model prices where a configuration says it trims (PickConfig::a_box_trim).
+// The A-box trim (NOTES.md step 26): which configurations of ours.cluster can load only the 64 rows of A that
+// M <= 64 fills (cooperative 128-row tiles), and whether one does for a shape. The kernel applies this rule, its
+// config() reports the capability as `a_box_trim`, and the model prices it (PickConfig::a_box_trim).
+bool a_box_trim_capable(int block_m, bool ping_pong);
 bool a_box_trimmed(std::int64_t m, int block_m, bool ping_pong);
+// What a trimming launch's `kernel` string says (and how the fit recognises records written before config()
+// reported the capability).
+inline constexpr const char* kATrimKernelNote = "A loads its 64 live rows";
 // The fix-up's price in k-tile-times of the same tile: one fp32 partial tile written and one read per cluster.
 double stream_k_price_ktiles(int block_m, int block_n);
 

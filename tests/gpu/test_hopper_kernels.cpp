@@ -17,6 +17,7 @@ TEST(HopperKernels, NotBuilt) { GTEST_SKIP() << "no CUDA device: this aispflow w
 #include <string>
 #include <vector>
 
+#include "kernels/common/gemm_pick_model.hpp"
 #include "kernels/cuda/context.hpp"
 #include "kernels/cuda/cublaslt_gemm.hpp"
 #include "kernels/cuda/device.hpp"
@@ -101,7 +102,7 @@ TEST(HopperKernels, DecodeLoadsOnlyTheLiveRowsOfA) {
       if (k->config()["name"] == name) return *k;
     throw std::runtime_error("no configuration " + name);
   };
-  const std::string note = "A loads its 64 live rows";
+  const std::string note = kATrimKernelNote;
   auto says = [&](const std::string& name, std::int64_t m) {
     const GemmCase c{shape_of(m, 2880, 4096), "bf16", "nt", "none"};
     return named(name).identity(c).find(note) != std::string::npos;
@@ -266,8 +267,7 @@ TEST_F(HopperGpu, ATrimWhereRowsAreLiveIsCaught) {
     std::mt19937_64 rng(3);
     GemmProblem problem(c.shape, *lt_dtype(c.dtype), rng(), context_->stream(), 1, GemmVariant::of(c));
     for (const auto& kernel : ours::cluster_kernels()) {
-      const auto config = kernel->config();
-      if (kernel->unsupported(c) || config["tile"][0] != 128 || config.value("schedule", "") == "pingpong") continue;
+      if (kernel->unsupported(c) || !kernel->config().value("a_box_trim", false)) continue;
       SCOPED_TRACE(kernel->identity(c));
       ours::KernelSabotage hook(ours::KernelSabotage::What::trim_live_rows_of_a);
       const BoundLaunch launch = kernel->bind(problem);

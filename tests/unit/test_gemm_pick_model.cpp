@@ -372,6 +372,47 @@ TEST(GemmPickModel, SameRoundPrefersTheInterleavedRounds) {
   EXPECT_FALSE(same_round(RoundTimes{std::nullopt, std::nullopt}, winner));
 }
 
+// The A-box trim (NOTES.md step 26) is priced where a configuration trims: at M <= 64 a stage loads 64 rows of A
+// instead of 128 (less load, a shorter predicted time); at M = 65 nothing changes. The rule is the kernel's
+// (a_box_trimmed); a configuration says it trims in its config() JSON, and records written before that in their
+// `kernel` string, which the evidence reader recognises.
+TEST(GemmPickModel, TheTrimmedABoxIsPricedWhereAConfigurationTrims) {
+  const PickConfig plain = config(128, 1, 1);
+  PickConfig trims = plain;
+  trims.a_box_trim = true;
+  const auto& c = h100_pick_constants();
+  EXPECT_LT(predict_pick({64, 2880, 4096}, "bf16", trims, c).time, predict_pick({64, 2880, 4096}, "bf16", plain, c).time);
+  EXPECT_EQ(predict_pick({65, 2880, 4096}, "bf16", trims, c).time, predict_pick({65, 2880, 4096}, "bf16", plain, c).time);
+  EXPECT_TRUE(a_box_trimmed(64, 128, false));
+  EXPECT_FALSE(a_box_trimmed(65, 128, false));
+  EXPECT_FALSE(a_box_trimmed(64, 256, false));
+  EXPECT_FALSE(a_box_trimmed(64, 128, true));
+
+  auto j = nlohmann::json::parse(R"({"name": "t", "tile": [128, 128, 64], "cluster": [1, 1]})");
+  EXPECT_FALSE(pick_config_from_json(j).a_box_trim);
+  j["a_box_trim"] = true;
+  EXPECT_TRUE(pick_config_from_json(j).a_box_trim);
+
+  const auto path = std::filesystem::temp_directory_path() / "aispflow_pick_evidence_trim.json";
+  auto candidate = [](const char* name, int cluster_n, const std::string& kernel, double ms) {
+    return nlohmann::json{{"config", {{"name", name}, {"tile", {128, 128, 64}}, {"cluster", {1, cluster_n}}}},
+                          {"status", "ok"}, {"kernel", kernel}, {"time_ms", {{"median", ms}}}};
+  };
+  const nlohmann::json record = {
+      {"provider", "ours.cluster"}, {"status", "ok"}, {"dtype", "bf16"}, {"config", {{"name", "a"}}},
+      {"shape", {{"name", "s"}, {"m", 64}, {"n", 2880}, {"k", 4096}}},
+      {"candidates",
+       {candidate("a", 1, std::string("ours.cluster bf16 ...; ") + kATrimKernelNote + " (M <= 64)", 1.0),
+        candidate("b", 2, "ours.cluster bf16 ...", 1.1)}}};
+  std::ofstream(path) << nlohmann::json{{"records", {record}}}.dump();
+  const auto read = read_pick_evidence(path.string());
+  std::filesystem::remove(path);
+  ASSERT_EQ(read.size(), 1u);
+  ASSERT_EQ(read[0].candidates.size(), 2u);
+  EXPECT_TRUE(read[0].candidates[0].config.a_box_trim);
+  EXPECT_FALSE(read[0].candidates[1].config.a_box_trim);
+}
+
 TEST(GemmPickModel, AMalformedEvidenceRecordNamesItsFile) {
   const auto path = std::filesystem::temp_directory_path() / "aispflow_pick_evidence_bad.json";
   std::ofstream(path) << R"({"records": [{"provider": "ours.cluster", "status": "ok", "dtype": "bf16",

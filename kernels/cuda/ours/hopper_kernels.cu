@@ -146,7 +146,7 @@ class HopperGemm final : public OurKernel {
                                                : "cooperative: 64 rows each",
                   splits_that_run(c.shape) > 1 ? "fp32 partials + reduce kernel" : "bf16 via swizzled smem + TMA store");
     std::string out = text + row_padding(c.shape, config_.fp8 ? 1 : 2, !mn).describe();
-    if (trims_a_box(c.shape)) out += "; A loads its 64 live rows (M <= 64)";
+    if (trims_a_box(c.shape)) out += std::string("; ") + kATrimKernelNote + " (M <= 64)";
     if (config_.fp8)
       out += "; fp8 partial sums promoted to fp32 every " + std::to_string(128 * config_.promotion_interval) + " K" +
              (config_.staggered_promotion ? " (the two consumer warpgroups half an interval apart)" : "");
@@ -168,7 +168,7 @@ class HopperGemm final : public OurKernel {
     if (config_.stream_k) j["stream_k_small_grid"] = true;
     if (config_.staggered_promotion) j["promotion_stagger"] = promotion_stagger();
     // At M <= 64 a stage loads a 64-row A box (trims_a_box): the pick model prices the rows a stage loads.
-    j["a_box_trim"] = config_.block_m == 128 && !config_.ping_pong();
+    j["a_box_trim"] = a_box_trim_capable(config_.block_m, config_.ping_pong());
     return j;
   }
 
@@ -220,9 +220,8 @@ class HopperGemm final : public OurKernel {
     p.total_work = p.splits * p.batch * p.cm_tiles * p.cn_tiles;
     p.raster_group = config_.raster_group;
     p.promotion_stagger = promotion_stagger();
-    const bool trim_a =
-        trims_a_box(s) || (KernelSabotage::active(KernelSabotage::What::trim_live_rows_of_a) &&
-                           config_.block_m == 128 && !config_.ping_pong());
+    const bool trim_a = trims_a_box(s) || (KernelSabotage::active(KernelSabotage::What::trim_live_rows_of_a) &&
+                                            a_box_trim_capable(config_.block_m, config_.ping_pong()));
     p.a_box_rows = trim_a ? 64 : 0;
     if (config_.fp8) {
       p.scale_a = problem.device_scale_a();

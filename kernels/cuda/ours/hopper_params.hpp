@@ -33,7 +33,7 @@ struct HopperParams {
   int sk_tiles = 0;
   float* sk_partials = nullptr;       // [clusters][cluster CTA][consumer warpgroup][128 threads x BM x BN / 256] fp32
   int* sk_flags = nullptr;            // [clusters][cluster CTA][consumer warpgroup]: 1 = that slot is written
-  int sk_skip_fixup = 0;              // test hook (StreamKSabotage): owners ignore the contributions
+  int sk_skip_fixup = 0;              // test hook (KernelSabotage): owners ignore the contributions
   // fp8 with a promotion interval: consumer warpgroup 1 promotes its first this many k-tiles of each work unit
   // one at a time, so that its interval ends fall half an interval after warpgroup 0's (0 = in step).
   int promotion_stagger = 0;
