@@ -47,6 +47,9 @@ int main(int argc, char** argv) {
       {1000, 1000, 1000, "bf16", "nt", "none"},     {4096, 4096, 256, "bf16", "nt", "none"},
       {3000, 5000, 2000, "bf16", "nt", "none"},     {32, 5120, 2880, "bf16", "nt", "none"},
       {64, 2880, 4096, "bf16", "nt", "none"},       {2048, 2048, 2048, "bf16", "nt", "none"},
+      // kernel_selector's decode shapes (M = 64) in both dtypes: split-K over the cluster (NOTES.md step 41)
+      {64, 5120, 2880, "bf16", "nt", "none"},       {64, 2880, 4096, "fp8_e4m3", "nt", "none"},
+      {64, 5120, 2880, "fp8_e4m3", "nt", "none"},
       // the fused epilogue (cluster_gemm.yaml's epilogue node: bias + GELU on the squares), and bias alone
       {2048, 2048, 2048, "bf16", "nt", "bias_gelu"},  {8192, 8192, 8192, "bf16", "nt", "bias_gelu"},
       {4096, 4096, 4096, "bf16", "nt", "bias"},
