@@ -8,7 +8,8 @@
 # There (device tool, carry [".gpu-lead"]):
 #   tar xzf .gpu-lead/issue22.tgz && AISPFLOW_COMMIT=<commit> bench/run_issue22_evidence.sh
 # $OUT gets tests.tgz and one <workflow>.tgz per workflow (bench/run_gpu_workflow.sh's layout).
-# ISSUE22_STEPS (default "tests probe workflows") runs a part, e.g. to split the work over two device calls.
+# ISSUE22_STEPS (default "tests probe workflows") runs a part, e.g. to split the work over two device calls;
+# ISSUE22_TESTS names the test binaries (default all five; a bundle trimmed to fit the carry may hold fewer).
 set -uo pipefail
 if [ "${1:-}" = "--pack" ]; then
   build=$2
@@ -28,7 +29,7 @@ mkdir -p "$out" /tmp/tests
 export NCCL_NVLS_ENABLE=0
 steps=" ${ISSUE22_STEPS:-tests probe workflows} "
 if [[ $steps == *" tests "* ]]; then
-  for t in test_hopper_kernels test_unaligned test_gemm_checks test_cutlass test_tensor_pipe; do
+  for t in ${ISSUE22_TESTS:-test_hopper_kernels test_unaligned test_gemm_checks test_cutlass test_tensor_pipe}; do
     timeout 180 .gpu/run "$t" > "/tmp/tests/$t.log" 2>&1
     echo "exit $?" >> "/tmp/tests/$t.log"
     tail -n 3 "/tmp/tests/$t.log"
