@@ -177,6 +177,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   int pre_issued = 0;   // stages loaded before the CTA barrier (a lone CTA: its barriers are its own)
 
   if (threadIdx.x == 0) {
+    // A launch whose cluster is not the one the parameters describe would wait forever on arrivals that never come
+    // (a CTA that believes it is CTA 0 of a pair it is not in): stop it with an error instead.
+    if (cluster_cta_count() != std::uint32_t(cluster_size)) __trap();
     prefetch_tensormap(&map_a);
     prefetch_tensormap(&map_b);
     prefetch_tensormap(&map_c);
@@ -187,7 +190,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       mbar_init(&empty[s], (PingPong ? 1 : 2) * mc_size);
     }
     for (int wg = 0; wg < 2; ++wg) {
-      mbar_init(&gathered[wg], kSharesK ? p.cluster_k - 1 : 1);   // (p.cluster_k = 1: never used)
+      mbar_init(&gathered[wg], kSharesK && p.cluster_k > 1 ? p.cluster_k - 1 : 1);   // (p.cluster_k = 1: never used)
       mbar_init(&handed[wg], 1);
     }
     fence_mbarrier_init();
@@ -614,7 +617,7 @@ HopperInstance hopper_instance_of() {
     cfg.stream = stream;
     cudaLaunchAttribute attr{};
     attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = unsigned(args.params.cluster_m * args.params.cluster_n);
+    attr.val.clusterDim.x = unsigned(args.params.cluster_m * args.params.cluster_n * args.params.cluster_k);
     attr.val.clusterDim.y = 1;
     attr.val.clusterDim.z = 1;
     cfg.attrs = &attr;
