@@ -50,7 +50,11 @@ void collect(const nlohmann::json& j, const std::string& path, std::vector<PickE
   e.source = path + ": " + s.value("name", std::string("?")) + " " + e.dtype + " " + j.value("layout", "nn") + " " +
              j.value("epilogue", "none");
   const std::string winner = j.contains("config") ? j["config"].value("name", std::string()) : std::string();
+  bool winner_seen = false;
   for (const auto& c : j["candidates"]) {
+    // Split-K over the cluster (NOTES.md step 41, branch clusterk) ran in run-e89f7ea only: slower on every shape,
+    // not built on main, and not a configuration this model prices.
+    if (c.contains("config") && c["config"].value("cluster_k", 1) > 1) continue;
     EvidenceCandidate ec;
     try {
       ec.config = pick_config_from_json(c.at("config"));
@@ -62,10 +66,13 @@ void collect(const nlohmann::json& j, const std::string& path, std::vector<PickE
     }
     ec.times = {median_of(c, "screen_time_ms"), median_of(c, "time_ms")};
     ec.ok = c.value("status", "") == "ok" && (ec.times.screen_ms || ec.times.full_ms);
-    if (ec.config.name == winner) e.winner = e.candidates.size();
+    if (ec.config.name == winner) {
+      e.winner = e.candidates.size();
+      winner_seen = true;
+    }
     e.candidates.push_back(std::move(ec));
   }
-  if (!e.candidates.empty() && e.candidates[e.winner].ok) out.push_back(std::move(e));
+  if (winner_seen && e.candidates[e.winner].ok) out.push_back(std::move(e));
 }
 
 }  // namespace

@@ -37,7 +37,6 @@ struct PickConfig {
   bool a_box_trim = false;              // at M <= 64 a stage loads a 64-row A box instead of block_m rows, most of
                                         // them zero-filled (cooperative 128-row tiles since NOTES.md step 26; 1x2
                                         // clusters since step 30); records before say nothing, and paid the fill
-  int cluster_k = 1;                    // split-K over the cluster: CTAs sharing each tile's k-tiles (step 41)
 };
 
 // The model's constants (their meaning: docs/kernels.md and gemm_pick_model.cpp). Time unit: one 128x256
@@ -67,8 +66,6 @@ struct PickConstants {
                                     // at different K offsets, so they share no operand k-slice in L2)
   double stream_k_small_grid_slowdown = 0;   // time per k-iteration of a small grid's stream-K vs a data-parallel
                                            // one; 0 = unfitted (no record has run it: never picked)
-  double cluster_k_exchange_ktiles = 0;   // split-K over the cluster: the partial sums' exchange in distributed
-                                          // shared memory, per work item, in k-tiles; 0 = unfitted (never picked)
   double cluster4_slots = 0;        // co-resident 2x2 clusters where the caller does not know (a cluster lives in one
                                     // GPC, and the H100's GPCs are not all a multiple of 4 SMs); 0 = sms / 4
 };
@@ -130,7 +127,7 @@ std::size_t pick_argmin(const PickShape& shape, const std::string& dtype, const 
                         const PickConstants& constants, int sms = 132);
 
 // An OurKernel's config() JSON ({name, tile [bm, bn, bk], cluster [cm, cn], split_k, schedule?, stream_k?,
-// promotion_interval?, co_resident_clusters?, cluster_k?}) as a PickConfig. Throws std::invalid_argument naming the missing field.
+// promotion_interval?, co_resident_clusters?}) as a PickConfig. Throws std::invalid_argument naming the missing field.
 PickConfig pick_config_from_json(const nlohmann::json& config);
 
 }  // namespace aispflow::kernels

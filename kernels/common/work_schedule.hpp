@@ -5,8 +5,7 @@
 // CPU and check what the kernel relies on: each k-iteration of each tile is done once, every shared tile has one
 // owner, and no wait can close a cycle (tests/unit/test_work_schedule.cpp).
 //
-// Params needs: batch, cm_tiles, cn_tiles, raster_group, total_work, sk_tiles, k_tiles, k_tiles_per_split,
-// cluster_k.
+// Params needs: batch, cm_tiles, cn_tiles, raster_group, total_work, sk_tiles, k_tiles, k_tiles_per_split.
 #include <cstdint>
 
 #include "kernels/common/host_device.hpp"
@@ -57,23 +56,16 @@ struct WorkUnit {
 // later, so every wait is on a unit that its cluster reaches without waiting: no cycle, provided every cluster is
 // co-resident (a persistent grid) and no range is empty (the host keeps sk_tiles x k_tiles >= clusters; an empty
 // range inside a tile would be counted as a contributor that never writes).
-//
-// Split-K over the cluster (p.cluster_k > 1, data-parallel items only): CTA `k_share` of the cluster takes the
-// k_share-th of cluster_k contiguous shares of each item's k-tiles (ceil-sized, so the last shares may be short or
-// empty: an empty share contributes zeros).
 template <class Params>
 struct WorkSchedule {
   const Params& p;
   int cluster_id, clusters;
-  int k_share;                  // this CTA's share of each item's k-tiles (split-K over the cluster); -1: a
-                                // schedule that never shares K (the compiler then drops the narrowing)
   int w;                        // next data-parallel item
   int pos, end;                 // this cluster's stream-K range of k-iterations (tile-major, k-minor); the host
                                 // keeps sk_tiles x k_tiles below 2^31
 
-  AISPFLOW_HOST_DEVICE WorkSchedule(const Params& params, int id, int count, int share = 0)
-      : p(params), cluster_id(id), clusters(count), k_share(share), w(id), pos(range_begin(id)),
-        end(range_begin(id + 1)) {}
+  AISPFLOW_HOST_DEVICE WorkSchedule(const Params& params, int id, int count)
+      : p(params), cluster_id(id), clusters(count), w(id), pos(range_begin(id)), end(range_begin(id + 1)) {}
   AISPFLOW_HOST_DEVICE int dp_work() const { return p.total_work - p.sk_tiles; }
   // (No stream-K: no 64-bit division, which every thread of the kernel would pay at its start.)
   AISPFLOW_HOST_DEVICE int range_begin(int c) const {
@@ -85,12 +77,6 @@ struct WorkSchedule {
       u.t = decode_work(p, w);
       u.k_begin = u.t.split * p.k_tiles_per_split;
       u.k_end = u.k_begin + p.k_tiles_per_split < p.k_tiles ? u.k_begin + p.k_tiles_per_split : p.k_tiles;
-      if (k_share >= 0 && p.cluster_k > 1) {
-        const int share = (u.k_end - u.k_begin + p.cluster_k - 1) / p.cluster_k;
-        const int begin = u.k_begin + k_share * share;
-        u.k_begin = begin < u.k_end ? begin : u.k_end;
-        u.k_end = begin + share < u.k_end ? begin + share : u.k_end;
-      }
       u.contribute_slot = -1;
       u.contributors = 0;
       w += clusters;

@@ -257,48 +257,6 @@ TEST_F(HopperGpu, StreamKIsExactAndAMissingFixUpIsCaught) {
   EXPECT_GT(small_grid, 0) << "no stream-K configuration shared a small grid on these shapes";
 }
 
-// Split-K over the cluster (NOTES.md step 41): CTA 0 of each cluster adds the other CTAs' partial sums, read from
-// their shared memory, and stores the tile. Exact on decode shapes (both B layouts, fp8 with scales, epilogues,
-// a batch, 64-row and 128-row live slices, one and two exchange rounds per tile); with CTA 0 storing its own share
-// only, the verification rejects the same launch.
-TEST_F(HopperGpu, SplitKOverTheClusterIsExactAndAMissingShareIsCaught) {
-  const GemmCase cases[] = {{shape_of(64, 2880, 4096), "bf16", "nt", "none"},
-                            {shape_of(1, 5120, 2880), "bf16", "nn", "bias_gelu"},
-                            {shape_of(100, 2880, 4096), "bf16", "nt", "bias"},
-                            {shape_of(64, 512, 2880, 3), "bf16", "nn", "none"},
-                            {shape_of(64, 5120, 2880), "fp8_e4m3", "nt", "bias"},
-                            {shape_of(64, 2880, 4096), "fp8_e4m3", "nt", "none"}};
-  int engaged = 0;
-  for (const GemmCase& c : cases) {
-    std::mt19937_64 rng(5);
-    GemmProblem problem(c.shape, *lt_dtype(c.dtype), rng(), context_->stream(), 1, GemmVariant::of(c));
-    for (const auto& kernel : ours::cluster_kernels()) {
-      if (kernel->config().value("cluster_k", 1) == 1 || kernel->unsupported(c)) continue;
-      const std::string id = kernel->identity(c);
-      SCOPED_TRACE(id);
-      EXPECT_NE(id.find("split-K over the cluster"), std::string::npos);
-      ++engaged;
-      for (bool sabotage : {false, true}) {
-        std::optional<ours::KernelSabotage> hook;
-        if (sabotage) hook.emplace(ours::KernelSabotage::What::skip_cluster_k_sum);
-        const BoundLaunch launch = kernel->bind(problem);
-        problem.poison_output(context_->stream());
-        launch(context_->stream(), 0);
-        AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(context_->stream()));
-        const Comparison cmp = problem.check_output(context_->stream());
-        if (!sabotage) {
-          EXPECT_EQ(cmp.non_finite, 0) << cmp.describe(c.shape.n);
-          EXPECT_LE(cmp.max_rel_err, problem.tolerance()) << cmp.describe(c.shape.n);
-        } else {
-          // A missing share is at least a quarter of the sum: far above the tolerance.
-          EXPECT_GT(cmp.max_rel_err, 10 * problem.tolerance()) << cmp.describe(c.shape.n);
-        }
-      }
-    }
-  }
-  EXPECT_GT(engaged, 10) << "too few split-K-over-the-cluster configurations ran on these shapes";
-}
-
 // The A-box trim (NOTES.md step 26) is right only where rows 64-127 of the tile lie past M. Applied where they are
 // live (M = 100, and M = 65 where one live row is enough), consumer warpgroup 1 multiplies stale shared memory, and
 // the verification must reject every configuration that would trim, in both cluster shapes and with split-K.

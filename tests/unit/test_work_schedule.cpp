@@ -22,7 +22,6 @@ namespace {
 struct Params {
   int batch = 1, cm_tiles = 1, cn_tiles = 1, raster_group = 8;
   int total_work = 0, sk_tiles = 0, k_tiles = 1, k_tiles_per_split = 1;
-  int cluster_k = 1;
 };
 
 Params grid(int batch, int cm_tiles, int cn_tiles, int k_tiles, int splits = 1, int sk_tiles = 0, int raster = 8) {
@@ -176,59 +175,6 @@ TEST(WorkSchedule, AnEmptyRangeIsRefusedByTheRuleAndCaughtByTheCheck) {
   const std::string verdict = check(p, 132);
   EXPECT_NE(verdict.find("waits"), std::string::npos) << verdict;
   EXPECT_EQ(check(p, 15), "");
-}
-
-// Split-K over the cluster: CTA r of each cluster walks WorkSchedule(p, c, clusters, share_of(r)). The shares must
-// cover every k-tile of every tile exactly once, and every CTA of a cluster must visit the same tiles in the same
-// order (the kernel pairs their partial sums by that order). "" when both hold.
-std::string check_cluster_k(const Params& p, int clusters, int (*share_of)(int rank)) {
-  std::map<TileKey, std::vector<int>> done;
-  for (int c = 0; c < clusters; ++c) {
-    std::vector<TileKey> order0;
-    for (int r = 0; r < p.cluster_k; ++r) {
-      WorkSchedule<Params> schedule(p, c, clusters, share_of(r));
-      WorkUnit u;
-      std::vector<TileKey> order;
-      while (schedule.next(u)) {
-        if (u.k_begin < 0 || u.k_end > p.k_tiles || u.k_begin > u.k_end) return "an out-of-range share";
-        auto& ks = done[key(u.t)];
-        ks.resize(std::size_t(p.k_tiles), 0);
-        for (int k = u.k_begin; k < u.k_end; ++k) ++ks[std::size_t(k)];
-        order.push_back(key(u.t));
-      }
-      if (r == 0) order0 = order;
-      if (order != order0) return "CTA " + std::to_string(r) + " of cluster " + std::to_string(c) + " walks other tiles";
-    }
-  }
-  if (int(done.size()) != p.total_work) return "not every tile visited";
-  for (const auto& [tile, ks] : done)
-    for (int k = 0; k < p.k_tiles; ++k)
-      if (ks[std::size_t(k)] != 1)
-        return "k-tile " + std::to_string(k) + " computed " + std::to_string(ks[std::size_t(k)]) + " times";
-  return "";
-}
-
-TEST(WorkSchedule, SplitKOverTheClusterCoversEveryKTileOnceInTheSameTileOrder) {
-  // Decode at 128x64 (45 tiles, 64 k-tiles) in clusters of 2 and 4; 40 tiles of 45 k-tiles in clusters of 3 (15
-  // each); shares that do not divide K (10 k-tiles in 4: 3, 3, 3, 1) and one that leaves a share empty (5 in 4:
-  // 2, 2, 1, 0); more tiles than clusters (each cluster walks several).
-  for (const auto& [p0, ck, clusters] :
-       {std::tuple{grid(1, 1, 45, 64), 2, 45}, std::tuple{grid(1, 1, 45, 64), 4, 33}, std::tuple{grid(1, 1, 40, 45), 3, 40},
-        std::tuple{grid(2, 1, 7, 10), 4, 14}, std::tuple{grid(1, 1, 3, 5), 4, 3}, std::tuple{grid(1, 3, 9, 12), 2, 5}}) {
-    Params p = p0;
-    p.cluster_k = ck;
-    EXPECT_EQ(check_cluster_k(p, clusters, [](int r) { return r; }), "")
-        << p.total_work << " tiles x " << p.k_tiles << " k-tiles, clusters of " << ck << ", " << clusters << " clusters";
-  }
-}
-
-// The check can fail: CTAs that all take the first share (the rank not passed on) compute it cluster_k times and
-// leave the rest undone.
-TEST(WorkSchedule, SharesThatIgnoreTheRankAreCaught) {
-  Params p = grid(1, 1, 45, 64);
-  p.cluster_k = 2;
-  const std::string verdict = check_cluster_k(p, 45, [](int) { return 0; });
-  EXPECT_NE(verdict.find("computed 2 times"), std::string::npos) << verdict;
 }
 
 }  // namespace

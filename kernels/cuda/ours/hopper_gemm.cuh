@@ -32,9 +32,7 @@
 // co-resident slot) walks work items with stride = number of clusters; cluster tiles are visited in bands of
 // `raster_group` cluster-rows, column by column, so that consecutive work items share A rows and B columns in L2.
 // With split-K (skinny decode shapes), each split writes fp32 partials and a second kernel reduces them and runs
-// the epilogue. Split-K over the cluster (p.cluster_k > 1, lone tiles only) does it in one kernel: the cluster's CTAs
-// share each item's k-tiles, and CTA 0 gathers the others' fp32 partial sums from their shared memory (distributed
-// shared memory), adds them into its accumulators and alone runs the epilogue.
+// the epilogue.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -60,8 +58,7 @@ struct HopperShape {
   static constexpr int kKStep = Fp8 ? 32 : 16;                       // K per wgmma instruction
   static constexpr int kStageBytes = (BM + BN) * kRowBytes;
   static constexpr int kEpilogueBytes = 2 * 2 * kChunkBytes;         // 2 consumers x double buffer
-  static constexpr int kBarrierBytes = 256;   // full and empty per stage; gathered and handed per consumer
-  static_assert((2 * 8 + 4) * 8 <= kBarrierBytes, "barriers");
+  static constexpr int kBarrierBytes = 256;
   static constexpr int kStages = ((kSmemLimit - 1024 - kEpilogueBytes - kBarrierBytes) / kStageBytes) > 8
                                      ? 8
                                      : (kSmemLimit - 1024 - kEpilogueBytes - kBarrierBytes) / kStageBytes;
@@ -100,7 +97,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr int kASlab = BM * kRowBytes;               // A bytes per stage
   constexpr int kBSlab = BN * kRowBytes;               // B bytes per stage
   constexpr int kAcc = BN / 2;                         // accumulators per consumer thread
-  constexpr bool kSharesK = !PingPong && BM == 128 && BN <= 128;   // split-K over the cluster is compiled in
 
   extern __shared__ std::uint8_t smem_raw[];
   // 128-byte swizzled tiles must start on 1024-byte boundaries; every CTA computes the same offset, which the
@@ -112,28 +108,19 @@ __global__ void __launch_bounds__(kThreads, 1)
   std::uint8_t* chunks = stage_b + kStages * kBSlab;
   auto* full = reinterpret_cast<std::uint64_t*>(chunks + Shape::kEpilogueBytes);
   std::uint64_t* empty = full + kStages;
-  // Split-K over the cluster, per consumer warpgroup: `gathered` (CTA 0's) completes when every other CTA's partial
-  // sums for the round are in its shared memory; `handed` (the others') when CTA 0 has read them.
-  std::uint64_t* gathered = empty + kStages;
-  std::uint64_t* handed = gathered + 2;
 
   const int warpgroup = threadIdx.x / 128;
-  const int mc_size = p.cluster_m * p.cluster_n;      // the CTAs that multicast operands to each other
-  // An instance without split-K over the cluster knows its K share is the only one at compile time: the wider
-  // tiles have no registers to spare (128x192 and 128x256 MN-major spilled 6-14 bytes while it was a run-time 0).
-  const int cluster_size = kSharesK ? mc_size * p.cluster_k : mc_size;
+  const int cluster_size = p.cluster_m * p.cluster_n;
   const int rank = int(cluster_cta_rank());
-  const int rank_mn = kSharesK ? rank % mc_size : rank;
-  const int rank_k = kSharesK ? rank / mc_size : 0;   // the share of K (split-K over the cluster)
-  const int rank_m = rank_mn % p.cluster_m, rank_n = rank_mn / p.cluster_m;
+  const int rank_m = rank % p.cluster_m, rank_n = rank / p.cluster_m;
   const int cluster_id = int(blockIdx.x) / cluster_size;
   const int clusters = int(gridDim.x) / cluster_size;
 
   // ---------------- producer (thread 0) ----------------
   // CTAs that share B (same columns: same rank_n) and those that share A (same rows: same rank_m).
   std::uint16_t mask_b = 0, mask_a = 0;
-  for (int i = 0; i < p.cluster_m; ++i) mask_b |= std::uint16_t(1u << (rank_k * mc_size + rank_n * p.cluster_m + i));
-  for (int j = 0; j < p.cluster_n; ++j) mask_a |= std::uint16_t(1u << (rank_k * mc_size + j * p.cluster_m + rank_m));
+  for (int i = 0; i < p.cluster_m; ++i) mask_b |= std::uint16_t(1u << (rank_n * p.cluster_m + i));
+  for (int j = 0; j < p.cluster_n; ++j) mask_a |= std::uint16_t(1u << (j * p.cluster_m + rank_m));
   // This CTA's slice of the shared A tile: of BM rows, or of the 64 live rows of a trimmed box.
   const int a_rows = (p.a_box_rows > 0 ? p.a_box_rows : BM) / p.cluster_n;
   const int b_rows = BN / p.cluster_m;            // ... of the shared B tile (K-major B)
@@ -171,14 +158,14 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
   };
-  WorkSchedule producer_schedule(p, cluster_id, clusters, kSharesK ? rank_k : -1);
+  WorkSchedule producer_schedule(p, cluster_id, clusters);
   WorkUnit unit;
   bool has_unit = false;
   int pre_issued = 0;   // stages loaded before the CTA barrier (a lone CTA: its barriers are its own)
 
   if (threadIdx.x == 0) {
     // A launch whose cluster is not the one the parameters describe would wait forever on arrivals that never come
-    // (a CTA that believes it is CTA 0 of a pair it is not in): stop it with an error instead.
+    // (NOTES.md step 41: a first run hung where every CTA believed it was CTA 0 of a pair): stop it with an error.
     if (cluster_cta_count() != std::uint32_t(cluster_size)) __trap();
     prefetch_tensormap(&map_a);
     prefetch_tensormap(&map_b);
@@ -187,37 +174,24 @@ __global__ void __launch_bounds__(kThreads, 1)
       mbar_init(&full[s], 1);
       // Every consumer warpgroup that reads the stage, in every CTA it is multicast into: both (cooperative) or
       // the one whose tile it is (ping-pong).
-      mbar_init(&empty[s], (PingPong ? 1 : 2) * mc_size);
-    }
-    for (int wg = 0; wg < 2; ++wg) {
-      mbar_init(&gathered[wg], kSharesK && p.cluster_k > 1 ? p.cluster_k - 1 : 1);   // (p.cluster_k = 1: never used)
-      mbar_init(&handed[wg], 1);
+      mbar_init(&empty[s], (PingPong ? 1 : 2) * cluster_size);
     }
     fence_mbarrier_init();
     has_unit = producer_schedule.next(unit);
     // A lone CTA issues its first stages now: their loads overlap the barrier below, the register reallocation
     // and the consumers' start (NOTES.md step 40: the first load was issued 2.3 us into a 13 us decode kernel).
     // Fresh stages need no wait on `empty`.
-    if (mc_size == 1 && has_unit)
+    if (cluster_size == 1 && has_unit)
       for (; pre_issued < kStages && unit.k_begin + pre_issued < unit.k_end; ++pre_issued)
         load_stage(unit, unit.k_begin + pre_issued, pre_issued);
   }
   // A cluster's CTAs must see each other's initialised barriers before any multicast; a lone CTA (1x1) only needs
   // its own threads to, which a CTA barrier does for far less (NOTES.md step 40: the cluster barrier and the one at
   // exit took 0.9 and 0.7 us of a 13 us decode kernel).
-  // CTAs that only share K (split-K over the cluster) exchange nothing before their first partial sums: their
-  // cluster barrier's arrival goes now and its wait (which makes the barriers initialised here visible to them)
-  // just before the first exchange, so that their start is a lone CTA's.
-  bool cluster_wait_pending = false;
-  if (mc_size > 1) {
+  if (cluster_size > 1)
     cluster_sync();
-  } else {
+  else
     __syncthreads();
-    if (kSharesK && cluster_size > 1) {
-      cluster_arrive();
-      cluster_wait_pending = true;
-    }
-  }
 
   if (warpgroup == 0) {
     setmaxnreg_dec<56>();
@@ -251,9 +225,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     const std::uint32_t desc_a0_lo = std::uint32_t(desc_a0), desc_b0_lo = std::uint32_t(desc_b0);
     const std::uint64_t desc_hi_a = desc_a0 & ~std::uint64_t(0xFFFFFFFF), desc_hi_b = desc_b0 & ~std::uint64_t(0xFFFFFFFF);
     int local = 0;   // index of the unit among this CTA's, in the producer's order
-    WorkSchedule schedule(p, cluster_id, clusters, kSharesK ? rank_k : -1);
+    WorkSchedule schedule(p, cluster_id, clusters);
     WorkUnit unit;
-    std::uint32_t exchange_round = 0;   // split-K over the cluster: rounds of partial sums handed over so far
     for (; schedule.next(unit); ++local) {
       const WorkTile& t = unit.t;
       const int m0 = (t.cm * p.cluster_m + rank_m) * BM;
@@ -278,10 +251,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       // In a cluster, thread r arrives on CTA r's barrier: one predicated instruction, no loop (the wait that
       // retired the group is the whole warpgroup's, so any of its threads may signal).
       auto release = [&](int s) {
-        if (mc_size == 1) {
+        if (cluster_size == 1) {
           if (tid == 0) mbar_arrive(&empty[s]);
-        } else if (tid < mc_size) {
-          mbar_arrive_cluster(&empty[s], std::uint32_t(rank_k * mc_size + tid));
+        } else if (tid < cluster_size) {
+          mbar_arrive_cluster(&empty[s], std::uint32_t(tid));
         }
       };
       // wgmma for one k-tile of stage `s`, A's rows from `a_row` of the slab: the shared-memory descriptors are
@@ -395,59 +368,6 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
           }
         }
-      }
-
-      // (Built for tiles of at most 128 columns, not ping-pong: the 128x128 ping-pong and 128x192 MN-major
-      // instances spilled 8-12 bytes with it, and no configuration of theirs shares K.)
-      if (kSharesK && p.cluster_k > 1) {
-        // Split-K over the cluster: CTA 0 adds the other CTAs' partial sums of this tile into its accumulators. Each
-        // of those writes a round of its accumulators (32 floats a thread, 16 KB a warpgroup, in register order,
-        // float4-interleaved over the 128 threads: conflict-free) into its own epilogue buffer, which it never
-        // stores from, and arrives on CTA 0's `gathered`; CTA 0's warpgroup reads every other CTA's round through
-        // distributed shared memory at the same offset (so the same thread holds the same accumulators) and
-        // arrives on their `handed`, after which their next round may overwrite it. A warpgroup whose rows all lie
-        // past M (decode) has nothing to add, on either side.
-        if (cluster_wait_pending) {
-          cluster_wait();
-          cluster_wait_pending = false;
-        }
-        if (m0 + first_slice * 64 < p.m) {
-          constexpr int kRound = 32;
-          static_assert(kAcc % kRound == 0, "whole rounds of a 64-row slice's accumulators");
-          static_assert(2 * 128 * kRound * 4 <= Shape::kEpilogueBytes, "both warpgroups' rounds fit the buffer");
-          const std::uint32_t buf = smem_addr(chunks) + std::uint32_t(wg * 128 * kRound * 4);
-          const std::uint32_t cta0 = std::uint32_t(rank_mn);
-#pragma unroll
-          for (int q = 0; q < kSlices * kAcc / kRound; ++q, ++exchange_round) {
-            const int h = q * kRound / kAcc, i0 = q * kRound % kAcc;
-            if (rank_k != 0) {
-              if (exchange_round > 0) mbar_wait_cluster(&handed[wg], (exchange_round - 1) & 1);
-#pragma unroll
-              for (int v = 0; v < kRound / 4; ++v)
-                smem_store_f32x4(buf + std::uint32_t(v * 128 + tid) * 16, acc[h][i0 + 4 * v], acc[h][i0 + 4 * v + 1],
-                                 acc[h][i0 + 4 * v + 2], acc[h][i0 + 4 * v + 3]);
-              named_barrier(1 + wg, 128);   // the warpgroup's stores before the one release that publishes them
-              if (tid == 0) mbar_arrive_cluster_release(&gathered[wg], cta0);
-            } else {
-              mbar_wait_cluster(&gathered[wg], exchange_round & 1);
-              // (p.skip_cluster_k_sum: the test hook that proves the verification catches a missing share.)
-              for (int r = 1; r < p.cluster_k; ++r)
-#pragma unroll
-                for (int v = 0; v < kRound / 4; ++v) {
-                  const float4 x = dsmem_load_f32x4(buf + std::uint32_t(v * 128 + tid) * 16, cta0 + r * mc_size);
-                  if (!p.skip_cluster_k_sum) {
-                    acc[h][i0 + 4 * v] += x.x;
-                    acc[h][i0 + 4 * v + 1] += x.y;
-                    acc[h][i0 + 4 * v + 2] += x.z;
-                    acc[h][i0 + 4 * v + 3] += x.w;
-                  }
-                }
-              named_barrier(1 + wg, 128);   // every thread's reads before the releases that free the buffers
-              if (tid > 0 && tid < p.cluster_k) mbar_arrive_cluster_release(&handed[wg], cta0 + tid * mc_size);
-            }
-          }
-        }
-        if (rank_k != 0) continue;   // CTA 0 stores the tile
       }
 
       if (p.sk_tiles > 0) {
@@ -573,9 +493,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     if (tid == 0) tma_store_wait_all<0>();
   }
-  // No CTA may leave while a peer can still multicast into its shared memory, arrive on its barriers or read its
-  // partial sums (split-K over the cluster).
-  if (kSharesK && cluster_wait_pending) cluster_wait();
+  // No CTA may leave while a peer can still multicast into its shared memory or arrive on its barriers.
   if (cluster_size > 1) cluster_sync();
 #endif
 }
@@ -617,7 +535,7 @@ HopperInstance hopper_instance_of() {
     cfg.stream = stream;
     cudaLaunchAttribute attr{};
     attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = unsigned(args.params.cluster_m * args.params.cluster_n * args.params.cluster_k);
+    attr.val.clusterDim.x = unsigned(args.params.cluster_m * args.params.cluster_n);
     attr.val.clusterDim.y = 1;
     attr.val.clusterDim.z = 1;
     cfg.attrs = &attr;

@@ -132,15 +132,11 @@ class HopperGemm final : public OurKernel {
     const bool mn = c.layout == "nn" && !config_.fp8;
     char text[512];
     std::snprintf(text, sizeof text,
-                  "%s %s %s tile %dx%dx%d stages %d cluster %dx%d%s %s split-k %d; wgmma m64n%dk%d from %s-major B, "
+                  "%s %s %s tile %dx%dx%d stages %d cluster %dx%d %s split-k %d; wgmma m64n%dk%d from %s-major B, "
                   "TMA loads (128B swizzle%s), 1 producer + 2 consumer warpgroups (%s), epilogue %s",
                   config_.family.c_str(), c.dtype.c_str(), c.layout.c_str(), config_.block_m, config_.block_n,
                   config_.block_k(),
                   stages(), config_.cluster_m, config_.cluster_n,
-                  config_.cluster_k > 1 ? ("x" + std::to_string(config_.cluster_k) +
-                                           " along K (split-K over the cluster, partial sums added in distributed "
-                                           "shared memory)").c_str()
-                                        : "",
                   config_.persistent ? ("persistent raster " + std::to_string(config_.raster_group)).c_str()
                                      : "one tile per CTA",
                   splits_that_run(c.shape), config_.block_n, config_.fp8 ? 32 : 16, mn ? "MN" : "K",
@@ -171,7 +167,6 @@ class HopperGemm final : public OurKernel {
     // Every stream-K configuration also shares all tiles where split-K would otherwise run (small_grid_tiles).
     if (config_.stream_k) j["stream_k_small_grid"] = true;
     if (config_.staggered_promotion) j["promotion_stagger"] = promotion_stagger();
-    if (config_.cluster_k > 1) j["cluster_k"] = config_.cluster_k;
     // At M <= 64 a stage loads a 64-row A box (trims_a_box): the pick model prices the rows a stage loads.
     j["a_box_trim"] = a_box_trim_capable(config_.block_m, config_.ping_pong());
     return j;
@@ -190,22 +185,6 @@ class HopperGemm final : public OurKernel {
     if (s.m > (1LL << 31) - 1 || s.n > (1LL << 31) - 1 || s.k > (1LL << 31) - 1) return std::string("dimension above 2^31");
     if (config_.cluster_m * config_.cluster_n > 1 && !config_.persistent)
       return std::string("clusters are only built persistent");   // a configuration error, never reached
-    if (config_.cluster_k > 1) {
-      // (hopper_gemm.cuh compiles the exchange for these only; a configuration error, never reached.)
-      if (!config_.persistent || config_.cluster_m * config_.cluster_n > 1 || config_.stream_k ||
-          config_.ping_pong() || config_.split_k > 0 || config_.block_n > 128 || config_.block_m != 128)
-        return std::string("split-K over the cluster is built for lone cooperative tiles of 128 x 128 or less");
-      // Where the tiles fill a wave on their own, sharing K only adds an exchange: not offered (keeps autotune short).
-      const std::int64_t tiles = s.batch * ceil_div(s.m, config_.block_m) * ceil_div(s.n, config_.block_n);
-      const int clusters = co_resident_clusters();
-      if (tiles > clusters)
-        return "split-K over a cluster of " + std::to_string(config_.cluster_k) + " is for grids the tiles cannot fill: " +
-               std::to_string(tiles) + " tiles, " + std::to_string(clusters) + " co-resident clusters";
-      const std::int64_t k_tiles = ceil_div(s.k, config_.block_k());
-      if (k_tiles < 4 * std::int64_t(config_.cluster_k))
-        return "split-K over a cluster of " + std::to_string(config_.cluster_k) + " needs at least 4 k-tiles a CTA; K = " +
-               std::to_string(s.k) + " has " + std::to_string(k_tiles);
-    }
     return std::nullopt;
   }
 
@@ -233,8 +212,6 @@ class HopperGemm final : public OurKernel {
     p.k_tiles = int(ceil_div(s.k, bk));
     p.cluster_m = config_.cluster_m;
     p.cluster_n = config_.cluster_n;
-    p.cluster_k = config_.cluster_k;
-    p.skip_cluster_k_sum = KernelSabotage::active(KernelSabotage::What::skip_cluster_k_sum) ? 1 : 0;
     p.cm_tiles = int(ceil_div(p.m_tiles, p.cluster_m));
     p.cn_tiles = int(ceil_div(p.n_tiles, p.cluster_n));
     p.k_tiles_per_split = int(ceil_div(p.k_tiles, splits_for(s)));
@@ -256,7 +233,7 @@ class HopperGemm final : public OurKernel {
       plan->partials = DeviceBuffer(std::size_t(p.splits) * std::size_t(s.batch * s.m * pad.n) * sizeof(float));
       p.partials = plan->partials.as<float>();
     }
-    const int cluster = p.cluster_m * p.cluster_n * p.cluster_k;
+    const int cluster = p.cluster_m * p.cluster_n;
     int clusters = p.total_work;
     const int small_grid = small_grid_tiles(s);
     if (config_.persistent) {
@@ -348,7 +325,7 @@ class HopperGemm final : public OurKernel {
     const DeviceInfo* d = first_device();
     if (!d || d->compute_capability() != 90) return 0;
     const HopperInstance inst = hopper_instance(instance_key(b_mn_major));
-    const int size = config_.cluster_m * config_.cluster_n * config_.cluster_k;
+    const int size = config_.cluster_m * config_.cluster_n;
     static std::mutex mutex;
     static std::map<std::pair<void (*)(const HopperLaunchArgs&, cudaStream_t), int>, int> known;
     std::lock_guard<std::mutex> lock(mutex);
@@ -363,7 +340,7 @@ class HopperGemm final : public OurKernel {
   // lives with the pick model (gemm_pick_model.cpp), which predicts the same splits.
   int splits_for(const GemmShape& s) const {
     if (config_.split_k > 0) return config_.split_k;
-    if (!config_.persistent || config_.cluster_k > 1) return 1;
+    if (!config_.persistent) return 1;
     if (small_grid_tiles(s) > 0) return 1;   // stream-K takes the place of split-K
     const DeviceInfo* d = first_device();
     return auto_split_k({s.m, s.n, s.k, s.batch}, config_.block_m, config_.block_n, config_.block_k(),
@@ -410,11 +387,11 @@ std::string HopperConfig::name() const {
          "x" + std::to_string(cluster_n) + (persistent ? "_persistent" : "") +
          (split_k > 0 ? "_splitk" + std::to_string(split_k) : "") + (schedule == "cooperative" ? "" : "_" + schedule) + (stream_k ? "_sk" : "") +
          (promotion_interval > 1 ? "_promote" + std::to_string(promotion_interval) : "") +
-         (staggered_promotion ? "_stagger" : "") + (cluster_k > 1 ? "_clusterk" + std::to_string(cluster_k) : "");
+         (staggered_promotion ? "_stagger" : "");
 }
 
 namespace {
-std::atomic<int> g_sabotage[3]{0, 0, 0};   // live hooks per KernelSabotage::What
+std::atomic<int> g_sabotage[2]{0, 0};   // live hooks per KernelSabotage::What
 }  // namespace
 KernelSabotage::KernelSabotage(What what) : what_(what) { ++g_sabotage[int(what)]; }
 KernelSabotage::~KernelSabotage() { --g_sabotage[int(what_)]; }
@@ -476,18 +453,6 @@ std::vector<std::unique_ptr<OurKernel>> cluster_kernels() {
     out.push_back(make_hopper_kernel({"ours.cluster", false, 64, cm, cn, true, 8, 0}));
   for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}})
     out.push_back(make_hopper_kernel({"ours.cluster", true, 64, cm, cn, true, 8, 0, "cooperative", false, 4}));
-  // Split-K over the cluster (NOTES.md step 41): decode's split-K in one kernel, the shares' partial sums added in
-  // distributed shared memory. bf16 (B either way) and fp8 promote4; offered only where the tiles fit one wave.
-  for (auto [bn, ck] : {std::pair{64, 2}, std::pair{64, 4}, std::pair{128, 2}, std::pair{128, 3}, std::pair{128, 4}}) {
-    HopperConfig shared_k{"ours.cluster", false, bn, 1, 1, true, 8, 0};
-    shared_k.cluster_k = ck;
-    out.push_back(make_hopper_kernel(shared_k));
-  }
-  for (auto [bn, ck] : {std::pair{64, 2}, std::pair{128, 2}, std::pair{128, 4}}) {
-    HopperConfig shared_k{"ours.cluster", true, bn, 1, 1, true, 8, 0, "cooperative", false, 4};
-    shared_k.cluster_k = ck;
-    out.push_back(make_hopper_kernel(shared_k));
-  }
   // Stream-K for the last wave, on the clusters that win large shapes (2x1) and without a cluster.
   for (int bn : {256, 192, 128})
     for (auto [cm, cn] : {std::pair{2, 1}, std::pair{1, 1}})

@@ -38,17 +38,11 @@ struct HopperConfig {
   // warpgroup's drain (wait for its wgmmas, add into fp32) falls while the other still has wgmmas queued.
   // Without it both drain at the same k-tile and the tensor pipe idles (NOTES.md step 21).
   bool staggered_promotion = false;
-  // Split-K over the cluster (lone tiles, cooperative, no stream-K): this many CTAs form a cluster that shares each
-  // tile's k-tiles; CTA 0 gathers the others' fp32 partial sums through distributed shared memory and stores the
-  // tile: split-K without fp32 partials in global memory or a second kernel. Only where the tiles fit in one wave of
-  // such clusters (decode): elsewhere split-K is not what a shape needs (NOTES.md step 41).
-  int cluster_k = 1;
   bool ping_pong() const { return schedule == "pingpong"; }
   // Elements of K per k-tile: one 128-byte row (128 fp8 or 64 bf16).
   int block_k() const { return fp8 ? 128 : 64; }
 
-  // "128x256x64_c2x1_persistent" (+ "_pingpong", "_sk", "_promote4", "_stagger", "_clusterk2"): how options and
-  // tables name it.
+  // "128x256x64_c2x1_persistent" (+ "_pingpong", "_sk", "_promote4", "_stagger"): how options and tables name it.
   std::string name() const;
 };
 
@@ -58,11 +52,10 @@ std::unique_ptr<OurKernel> make_hopper_kernel(const HopperConfig& config);
 // must reject (tests/gpu/test_hopper_kernels.cpp):
 //   skip_stream_k_fix_up: a stream-K tile's owner stores only its own k-range;
 //   trim_live_rows_of_a:  a stage loads A's first 64 rows even where M > 64 makes rows 64-127 live (the trim of
-//                         NOTES.md step 26 applied where it is wrong: consumer warpgroup 1 reads stale rows);
-//   skip_cluster_k_sum:   split-K over the cluster: CTA 0 stores its own share of K only (the exchange still runs).
+//                         NOTES.md step 26 applied where it is wrong: consumer warpgroup 1 reads stale rows).
 class KernelSabotage {
  public:
-  enum class What { skip_stream_k_fix_up, trim_live_rows_of_a, skip_cluster_k_sum };
+  enum class What { skip_stream_k_fix_up, trim_live_rows_of_a };
   explicit KernelSabotage(What what);
   ~KernelSabotage();
   KernelSabotage(const KernelSabotage&) = delete;

@@ -42,12 +42,6 @@ struct HopperParams {
   // read stale shared memory, and nothing it computes is stored (every store path skips rows past M). In a 1x2
   // cluster each CTA loads a_box_rows / 2 of them and multicasts them.
   int a_box_rows = 0;
-  // Split-K over the cluster (NOTES.md step 41): the cluster's cluster_k CTAs (rank / (cluster_m x cluster_n)) each
-  // take one contiguous share of every work item's k-tiles; the shares' fp32 partial sums meet in CTA 0's registers
-  // through distributed shared memory, and CTA 0 alone runs the epilogue. One kernel, no fp32 partials in global
-  // memory, no reduce kernel (decode's split-K paid about 3 us of a 15 us GEMM for those).
-  int cluster_k = 1;
-  int skip_cluster_k_sum = 0;         // test hook (KernelSabotage): CTA 0 ignores the other CTAs' partial sums
 };
 
 struct HopperLaunchArgs {

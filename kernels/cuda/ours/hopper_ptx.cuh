@@ -51,32 +51,6 @@ __device__ __forceinline__ void mbar_arrive_cluster(std::uint64_t* bar, std::uin
       "r"(cta_rank)
       : "memory");
 }
-// The same arrival with release semantics at cluster scope: the arriving thread's earlier shared-memory accesses
-// (and those of the threads it synchronized with, e.g. through a named barrier) are visible to, or done before,
-// whatever a thread of the target CTA does after its acquiring wait (mbar_wait_cluster). The split-K exchange over
-// the cluster (hopper_gemm.cuh) hands partial sums over with it.
-__device__ __forceinline__ void mbar_arrive_cluster_release(std::uint64_t* bar, std::uint32_t cta_rank) {
-  asm volatile(
-      "{\n"
-      ".reg .b32 remote;\n"
-      "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
-      "}\n" ::"r"(smem_addr(bar)),
-      "r"(cta_rank)
-      : "memory");
-}
-// Waits for the phase with the given parity, acquiring at cluster scope (pairs with mbar_arrive_cluster_release).
-__device__ __forceinline__ void mbar_wait_cluster(std::uint64_t* bar, std::uint32_t parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT_%=;\n"
-      "}\n" ::"r"(smem_addr(bar)),
-      "r"(parity)
-      : "memory");
-}
 __device__ __forceinline__ void mbar_arrive(std::uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
@@ -88,25 +62,6 @@ __device__ __forceinline__ void stmatrix_x4(std::uint32_t row_addr, const std::u
   asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(row_addr), "r"(r[0]),
                "r"(r[1]), "r"(r[2]), "r"(r[3])
                : "memory");
-}
-
-// ---- distributed shared memory ---------------------------------------------------------------------------------
-// 16 bytes from the same shared-memory offset `local_addr` in CTA `cta_rank` of the cluster.
-__device__ __forceinline__ float4 dsmem_load_f32x4(std::uint32_t local_addr, std::uint32_t cta_rank) {
-  float4 v;
-  asm volatile(
-      "{\n"
-      ".reg .b32 remote;\n"
-      "mapa.shared::cluster.u32 remote, %4, %5;\n"
-      "ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [remote];\n"
-      "}\n"
-      : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-      : "r"(local_addr), "r"(cta_rank)
-      : "memory");
-  return v;
-}
-__device__ __forceinline__ void smem_store_f32x4(std::uint32_t addr, float a, float b, float c, float d) {
-  asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
 }
 
 // ---- TMA ---------------------------------------------------------------------------------------------------
@@ -193,10 +148,6 @@ __device__ __forceinline__ std::uint32_t cluster_cta_count() {
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
-// cluster_sync in two halves, so that work can go on between them; every thread that arrives must wait before it
-// arrives again.
-__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
-__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
 template <int Regs>
 __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Regs));
