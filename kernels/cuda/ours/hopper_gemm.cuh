@@ -38,6 +38,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/common/work_schedule.hpp"
 #include "kernels/cuda/check.hpp"
@@ -465,23 +466,33 @@ __global__ void __launch_bounds__(kThreads, 1)
           // Each lane gives one matrix row's address: matrix l/8 of the four, its row l % 8; rows of the chunk
           // are 128 bytes with 16-byte groups swizzled by the row (the TMA store's 128-byte swizzle).
           const std::uint32_t buf_addr = smem_addr(buf);
+          // GELU or not is decided once per chunk, outside the element loop: tested per element pair (a branch
+          // around each pair's GELU), the chunk compiled into 16 small blocks the scheduler could not interleave,
+          // and packing it took ~570 cycles, the largest part of an epilogue that cost 6.5 % of the 4096^3 kernel
+          // (NOTES.md step 42).
+          auto pack_and_store = [&](auto gelu) {
 #pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            std::uint32_t packed[4];
+            for (int q = 0; q < 4; ++q) {
+              std::uint32_t packed[4];
 #pragma unroll
-            for (int m = 0; m < 4; ++m) {   // matrix m of this stmatrix: group jj = 2q + m/2, half h = m % 2
-              const int jj = 2 * q + m / 2, h = m % 2, j = c * 8 + jj;
-              float v0 = scale * d[4 * j + 2 * h] + bias[jj].x;
-              float v1 = scale * d[4 * j + 2 * h + 1] + bias[jj].y;
-              if (p.epilogue == 2) {
-                v0 = gelu_tanh_fast(v0);
-                v1 = gelu_tanh_fast(v1);
+              for (int m = 0; m < 4; ++m) {   // matrix m of this stmatrix: group jj = 2q + m/2, half h = m % 2
+                const int jj = 2 * q + m / 2, h = m % 2, j = c * 8 + jj;
+                float v0 = scale * d[4 * j + 2 * h] + bias[jj].x;
+                float v1 = scale * d[4 * j + 2 * h + 1] + bias[jj].y;
+                if constexpr (decltype(gelu)::value) {
+                  v0 = gelu_tanh_fast(v0);
+                  v1 = gelu_tanh_fast(v1);
+                }
+                packed[m] = pack_bf16x2(v0, v1);
               }
-              packed[m] = pack_bf16x2(v0, v1);
+              const int m = lane / 8, jj = 2 * q + m / 2, r = warp * 16 + 8 * (m % 2) + lane % 8;
+              stmatrix_x4(buf_addr + r * 128 + ((jj ^ (r & 7)) << 4), packed);
             }
-            const int m = lane / 8, jj = 2 * q + m / 2, r = warp * 16 + 8 * (m % 2) + lane % 8;
-            stmatrix_x4(buf_addr + r * 128 + ((jj ^ (r & 7)) << 4), packed);
-          }
+          };
+          if (p.epilogue == 2)
+            pack_and_store(std::true_type{});
+          else
+            pack_and_store(std::false_type{});
           fence_proxy_async_smem();
           named_barrier(1 + wg, 128);
           if (tid == 0) {
