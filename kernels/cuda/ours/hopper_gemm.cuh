@@ -60,10 +60,10 @@ struct HopperShape {
   static constexpr int kStageBytes = (BM + BN) * kRowBytes;
   static constexpr int kEpilogueBytes = 2 * 2 * kChunkBytes;         // 2 consumers x double buffer
   static constexpr int kBarrierBytes = 256;
-  static constexpr int kStages = ((kSmemLimit - 1024 - kEpilogueBytes - kBarrierBytes) / kStageBytes) > 8
-                                     ? 8
-                                     : (kSmemLimit - 1024 - kEpilogueBytes - kBarrierBytes) / kStageBytes;
-  static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + kEpilogueBytes + kBarrierBytes;
+  static constexpr int kBiasBytes = 2 * 128 * 4;                     // a bf16 bias pair per consumer thread
+  static constexpr int kFixedBytes = 1024 + kEpilogueBytes + kBarrierBytes + kBiasBytes;
+  static constexpr int kStages = (kSmemLimit - kFixedBytes) / kStageBytes > 8 ? 8 : (kSmemLimit - kFixedBytes) / kStageBytes;
+  static constexpr int kSmemBytes = kFixedBytes + kStages * kStageBytes;
   static_assert(kStages >= 2, "tile too large for shared memory");
   static_assert(kSmemBytes <= kSmemLimit, "shared memory budget");
 };
@@ -109,6 +109,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   std::uint8_t* chunks = stage_b + kStages * kBSlab;
   auto* full = reinterpret_cast<std::uint64_t*>(chunks + Shape::kEpilogueBytes);
   std::uint64_t* empty = full + kStages;
+  // The tile's bias (bf16 pairs), staged per consumer warpgroup for its epilogue.
+  auto* bias_pairs = reinterpret_cast<std::uint32_t*>(chunks + Shape::kEpilogueBytes + Shape::kBarrierBytes);
 
   const int warpgroup = threadIdx.x / 128;
   const int cluster_size = p.cluster_m * p.cluster_n;
@@ -243,6 +245,12 @@ __global__ void __launch_bounds__(kThreads, 1)
         // the tensor pipe, and each epilogue runs under the other warpgroup's mainloop.
         if (local > 0) named_barrier(kOrderBarrier + wg, 256);
       }
+      // The tile's bias, thread t holding columns n0 + 2t and + 1, loaded now so that the mainloop hides the load's
+      // latency (one register); the epilogue stages it in shared memory. Loaded in the epilogue, it cost a global
+      // load's latency per 64-column chunk: a third of the 4096^3 kernel's epilogue with a bias (NOTES.md step 42).
+      std::uint32_t bias_pair = 0;
+      if (p.epilogue != 0 && tid < BN / 2 && n0 + 2 * tid < p.n)   // n is even: n0 + 2 tid + 1 < n too
+        bias_pair = __ldg(static_cast<const std::uint32_t*>(p.bias) + (n0 / 2 + tid));
 #pragma unroll
       for (int h = 0; h < kSlices; ++h)
 #pragma unroll
@@ -425,6 +433,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       // Accumulator layout of wgmma m64nN (fp32): register 4j + 2h + e of lane l in warp w holds
       // row 16 w + l/4 + 8 h, column 8 j + 2 (l % 4) + e.
       const int row_in_slice = warp * 16 + lane / 4;
+      // Read after the first chunk's warpgroup barrier; the previous tile's epilogue read its own before its last.
+      bias_pairs[wg * 128 + tid] = bias_pair;
 #pragma unroll
       for (int slice = 0; slice < kSlices; ++slice) {
         const float (&d)[kAcc] = acc[slice];
@@ -445,21 +455,17 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
 #pragma unroll
         for (int c = 0; c < BN / kChunkCols; ++c, ++chunk_counter) {
-          // The chunk's bias pairs (columns col and col + 1 of each 8-column group: one 4-byte read-only load),
-          // all issued before the barrier so that their latency hides behind it. A load per element, between
-          // shared-memory stores the compiler could not move it past, made the fused bias + GELU slower than
-          // cuBLASLt's unfused pair (NOTES.md step 32).
-          float2 bias[8];
-#pragma unroll
-          for (int jj = 0; jj < 8; ++jj) {
-            const int col = n0 + 8 * (c * 8 + jj) + 2 * (lane % 4);   // even, and n is even: col + 1 < n too
-            bias[jj] = p.epilogue != 0 && col < p.n
-                           ? __bfloat1622float2(__ldg(static_cast<const __nv_bfloat162*>(p.bias) + col / 2))
-                           : make_float2(0.0f, 0.0f);
-          }
           std::uint8_t* buf = chunks + (wg * 2 + (chunk_counter & 1)) * kChunkBytes;
           if (tid == 0) tma_store_wait_read<1>();   // the store that last used this buffer has read it
           named_barrier(1 + wg, 128);
+          // The chunk's bias pairs (columns col and col + 1 of each 8-column group), from the staged tile bias
+          // (zero past N and without a bias epilogue).
+          float2 bias[8];
+#pragma unroll
+          for (int jj = 0; jj < 8; ++jj) {
+            const std::uint32_t pair = bias_pairs[wg * 128 + 4 * (c * 8 + jj) + lane % 4];
+            bias[jj] = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&pair));
+          }
           // The chunk is 16 8x8 matrices per warp (8-column group jj, 8-row half h), whose fragments the
           // accumulators already hold in stmatrix's layout (register 4j + 2h, 4j + 2h + 1: row l/4, columns
           // 2 (l % 4) and + 1): four stmatrix.x4 per thread instead of sixteen 4-byte stores (NOTES.md step 33).
