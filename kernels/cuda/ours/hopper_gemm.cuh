@@ -60,8 +60,7 @@ struct HopperShape {
   static constexpr int kStageBytes = (BM + BN) * kRowBytes;
   static constexpr int kEpilogueBytes = 2 * 2 * kChunkBytes;         // 2 consumers x double buffer
   static constexpr int kBarrierBytes = 256;
-  static constexpr int kBiasBytes = 2 * 128 * 4;                     // a bf16 bias pair per consumer thread
-  static constexpr int kFixedBytes = 1024 + kEpilogueBytes + kBarrierBytes + kBiasBytes;
+  static constexpr int kFixedBytes = 1024 + kEpilogueBytes + kBarrierBytes;
   static constexpr int kStages = (kSmemLimit - kFixedBytes) / kStageBytes > 8 ? 8 : (kSmemLimit - kFixedBytes) / kStageBytes;
   static constexpr int kSmemBytes = kFixedBytes + kStages * kStageBytes;
   static_assert(kStages >= 2, "tile too large for shared memory");
@@ -109,8 +108,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   std::uint8_t* chunks = stage_b + kStages * kBSlab;
   auto* full = reinterpret_cast<std::uint64_t*>(chunks + Shape::kEpilogueBytes);
   std::uint64_t* empty = full + kStages;
-  // The tile's bias (bf16 pairs), staged per consumer warpgroup for its epilogue.
-  auto* bias_pairs = reinterpret_cast<std::uint32_t*>(chunks + Shape::kEpilogueBytes + Shape::kBarrierBytes);
 
   const int warpgroup = threadIdx.x / 128;
   const int cluster_size = p.cluster_m * p.cluster_n;
@@ -245,12 +242,23 @@ __global__ void __launch_bounds__(kThreads, 1)
         // the tensor pipe, and each epilogue runs under the other warpgroup's mainloop.
         if (local > 0) named_barrier(kOrderBarrier + wg, 256);
       }
-      // The tile's bias, thread t holding columns n0 + 2t and + 1, loaded now so that the mainloop hides the load's
-      // latency (one register); the epilogue stages it in shared memory. Loaded in the epilogue, it cost a global
-      // load's latency per 64-column chunk: a third of the 4096^3 kernel's epilogue with a bias (NOTES.md step 42).
-      std::uint32_t bias_pair = 0;
-      if (p.epilogue != 0 && tid < BN / 2 && n0 + 2 * tid < p.n)   // n is even: n0 + 2 tid + 1 < n too
-        bias_pair = __ldg(static_cast<const std::uint32_t*>(p.bias) + (n0 / 2 + tid));
+      // The tile's bias, loaded now so that the mainloop hides the loads' latency: in every warp, lane l holds the
+      // bf16 pairs of columns n0 + 2 (l + 32 c) and + 1 for each 64-column chunk c (BN / 64 registers), and the
+      // epilogue shuffles each pair to the lanes that need it. Loaded in the epilogue, the bias cost a global
+      // load's latency per chunk: a third of the 4096^3 kernel's epilogue with a bias (NOTES.md step 42).
+      // (fp8 at 192 columns, whose promotion keeps a second accumulator set, has no registers to spare: 24 bytes
+      // spilled. It loads the pairs when the mainloop is done, one latency a tile instead of one a chunk.)
+      constexpr bool kBiasEarly = !(Fp8 && BN > 128);
+      std::uint32_t bias_pairs[BN / kChunkCols];
+      auto load_bias = [&] {
+#pragma unroll
+        for (int c = 0; c < BN / kChunkCols; ++c) {
+          const int col = n0 + 2 * (lane + 32 * c);   // even, and n is even: col + 1 < n too
+          bias_pairs[c] =
+              p.epilogue != 0 && col < p.n ? __ldg(static_cast<const std::uint32_t*>(p.bias) + col / 2) : 0u;
+        }
+      };
+      if constexpr (kBiasEarly) load_bias();
 #pragma unroll
       for (int h = 0; h < kSlices; ++h)
 #pragma unroll
@@ -433,8 +441,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       // Accumulator layout of wgmma m64nN (fp32): register 4j + 2h + e of lane l in warp w holds
       // row 16 w + l/4 + 8 h, column 8 j + 2 (l % 4) + e.
       const int row_in_slice = warp * 16 + lane / 4;
-      // Read after the first chunk's warpgroup barrier; the previous tile's epilogue read its own before its last.
-      bias_pairs[wg * 128 + tid] = bias_pair;
+      if constexpr (!kBiasEarly) load_bias();
 #pragma unroll
       for (int slice = 0; slice < kSlices; ++slice) {
         const float (&d)[kAcc] = acc[slice];
@@ -455,15 +462,18 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
 #pragma unroll
         for (int c = 0; c < BN / kChunkCols; ++c, ++chunk_counter) {
+          // Each warp stores its own 16 rows of the chunk (a 64 x 16 TMA box from its 2 KB of the buffer), so the
+          // chunk needs no warpgroup barrier: a warp waits for its own stores and syncs its own lanes (two
+          // warpgroup barriers a chunk waited for the slowest warp: NOTES.md step 42).
           std::uint8_t* buf = chunks + (wg * 2 + (chunk_counter & 1)) * kChunkBytes;
-          if (tid == 0) tma_store_wait_read<1>();   // the store that last used this buffer has read it
-          named_barrier(1 + wg, 128);
-          // The chunk's bias pairs (columns col and col + 1 of each 8-column group), from the staged tile bias
-          // (zero past N and without a bias epilogue).
+          if (lane == 0) tma_store_wait_read<1>();   // this warp's store that last used this buffer has read it
+          __syncwarp();
+          // The chunk's bias pairs: columns 8 jj + 2 (l % 4) and + 1 of the chunk, held by lane 4 jj + l % 4 (zero
+          // past N and without a bias epilogue).
           float2 bias[8];
 #pragma unroll
           for (int jj = 0; jj < 8; ++jj) {
-            const std::uint32_t pair = bias_pairs[wg * 128 + 4 * (c * 8 + jj) + lane % 4];
+            const std::uint32_t pair = __shfl_sync(0xffffffffu, bias_pairs[c], 4 * jj + lane % 4);
             bias[jj] = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&pair));
           }
           // The chunk is 16 8x8 matrices per warp (8-column group jj, 8-row half h), whose fragments the
@@ -500,15 +510,15 @@ __global__ void __launch_bounds__(kThreads, 1)
           else
             pack_and_store(std::false_type{});
           fence_proxy_async_smem();
-          named_barrier(1 + wg, 128);
-          if (tid == 0) {
-            tma_store(&map_c, buf, n0 + c * kChunkCols, row0, t.batch);
+          __syncwarp();
+          if (lane == 0) {
+            tma_store(&map_c, buf + warp * kStoreRows * 128, n0 + c * kChunkCols, row0 + warp * kStoreRows, t.batch);
             tma_store_commit();
           }
         }
       }
     }
-    if (tid == 0) tma_store_wait_all<0>();
+    if (lane == 0) tma_store_wait_all<0>();
   }
   // No CTA may leave while a peer can still multicast into its shared memory or arrive on its barriers.
   if (cluster_size > 1) cluster_sync();

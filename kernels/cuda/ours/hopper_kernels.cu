@@ -269,7 +269,7 @@ class HopperGemm final : public OurKernel {
         plan->maps.push_back(
             tensor_map(ops.b(copy), ab, ab_bytes, pad.k, s.n, s.batch, bk, config_.block_n / p.cluster_m));
       plan->maps.push_back(
-          tensor_map(ops.c(copy), CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, pad.n, s.m, s.batch, kChunkCols, 64));
+          tensor_map(ops.c(copy), CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, pad.n, s.m, s.batch, kChunkCols, kStoreRows));
       plan->outputs.push_back(ops.c(copy));
     }
     return [plan](cudaStream_t stream, int copy) {

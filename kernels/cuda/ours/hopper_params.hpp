@@ -13,6 +13,7 @@ constexpr int kRowBytes = 128;        // bytes of K per operand row in a stage: 
 constexpr int kThreads = 384;         // producer + 2 consumer warpgroups
 constexpr int kChunkCols = 64;        // epilogue chunk: 64 x 64 bf16 = one 128-byte-swizzled 8 KB tile
 constexpr int kChunkBytes = 64 * kChunkCols * 2;
+constexpr int kStoreRows = 16;        // rows of C one TMA store writes: one warp's rows of a chunk
 constexpr int kSmemLimit = 232448;    // 227 KB: the most one Hopper CTA can have
 
 // Runtime parameters of one launch.
