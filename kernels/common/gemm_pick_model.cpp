@@ -58,6 +58,8 @@ const std::vector<PickConstantRef>& pick_constant_refs() {
       {"splitk_cost_per_mb", &PickConstants::splitk_cost_per_mb, 0.0, 20.0, "time per MB of split-K traffic"},
       {"promote4_efficiency", &PickConstants::promote4_efficiency, 0.5, 1.5,
        "math rate of fp8 promoting every 4 k-tiles vs every k-tile"},
+      {"promote8_efficiency", &PickConstants::promote8_efficiency, 0.7, 1.5,
+       "math rate of fp8 promoting every 8 k-tiles vs every 4"},
       {"stagger_efficiency", &PickConstants::stagger_efficiency, 0.7, 1.5,
        "math rate of promote4 with the consumers promoting half an interval apart vs in step"},
       {"stream_k_slowdown", &PickConstants::stream_k_slowdown, 1.0, 3.0,
@@ -231,7 +233,11 @@ PickPrediction predict_pick(const PickShape& s, const std::string& dtype, const 
   if (efficiency <= 0) return unpriced();
   if (small_grid > 0 && c.stream_k_small_grid_slowdown <= 0) return unpriced();
   if (cfg.schedule == "pingpong") efficiency *= c.pingpong_efficiency;
-  if (cfg.promotion_interval > 1) efficiency *= c.promote4_efficiency;   // 4: the only longer interval built
+  if (cfg.promotion_interval > 1) efficiency *= c.promote4_efficiency;
+  if (cfg.promotion_interval > 4) {   // 8: relative to 4
+    if (c.promote8_efficiency <= 0) return unpriced();
+    efficiency *= c.promote8_efficiency;
+  }
   if (cfg.promotion_stagger > 0) {
     if (c.stagger_efficiency <= 0) return unpriced();
     efficiency *= c.stagger_efficiency;

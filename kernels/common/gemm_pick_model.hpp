@@ -48,6 +48,7 @@ struct PickConstants {
   double tile_efficiency_256x128 = 1;   // ... of a 256x128 tile (two m64n128 wgmmas per consumer and k-step)
   double pingpong_efficiency = 1;   // math rate of a ping-pong tile relative to a cooperative one of its size
   double promote4_efficiency = 1;   // math rate of fp8 promoting every 4 k-tiles relative to every k-tile
+  double promote8_efficiency = 0;   // ... every 8 k-tiles relative to every 4; 0 = unfitted (never picked)
   double stagger_efficiency = 0;    // math rate of promote4 with the consumers half an interval apart vs in step;
                                     // 0 = unfitted (no record has run it: never picked)
   double load_cost = 0;             // time of one 16 KB operand slab (128 rows x 128 B) issued per CTA per k-tile

@@ -29,7 +29,8 @@ struct HopperConfig {
   // kernel (no second reduce kernel).
   bool stream_k = false;
   // fp8: promote the tensor cores' partial sums into fp32 every this many k-tiles (128 K each): 1 (the most
-  // exact) or 4 (the pipe drains a quarter as often; more rounding, still verified against the fp8 tolerance).
+  // exact), 4 or 8 (the pipe drains a quarter or an eighth as often; more rounding, still verified against the fp8
+  // tolerance).
   int promotion_interval = 1;
   // Rows of a tile: 128, or 256 (bf16, cooperative, block_n 128: each consumer warpgroup 128 rows, two m64n128
   // wgmmas per k-step, cuBLASLt's bf16 tile; listed last so that positional initializers above stay valid).
