@@ -2,6 +2,8 @@
 // evidence, and the model's direction on synthetic shapes. No GPU: the evidence is the records' candidate times.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -327,6 +329,27 @@ TEST(GemmPickModel, UnpricedStaggeredPromotionIsNeverTheDefaultPick) {
   EXPECT_EQ(second_picked(squares, configs, c, "fp8_e4m3"), 0);
   c.stagger_efficiency = 1.05;
   EXPECT_EQ(second_picked(squares, configs, c, "fp8_e4m3"), 2) << "a 5% faster rate does not win: this test no longer shows the guard";
+}
+
+// The k-tiles of a work item outside whole promotion intervals are promoted one at a time (hopper_gemm.cuh), so
+// promote8 loses ground to promote4 where K leaves many of them: 2880 in fp8 is 23 k-tiles (two intervals of 8 and
+// seven single k-tiles; five of 4 and three single ones), 4096 is 32 (whole intervals either way). Without that
+// term both ratios are the same; unpriced, promote8 is never the pick.
+TEST(GemmPickModel, KTilesOutsideWholePromotionIntervalsArePricedAsSingleOnes) {
+  PickConfig every4 = config(192, 2, 1, 128);
+  every4.promotion_interval = 4;
+  PickConfig every8 = every4;
+  every8.promotion_interval = 8;
+  const PickConstants& c = h100_pick_constants();
+  auto ratio = [&](std::int64_t k) {
+    const PickShape s{4096, 2880, k};
+    return predict_pick(s, "fp8_e4m3", every8, c).time / predict_pick(s, "fp8_e4m3", every4, c).time;
+  };
+  EXPECT_LT(ratio(4096), 1.0) << "promote8 is the faster rate where every k-tile lies in a whole interval";
+  EXPECT_GT(ratio(2880), ratio(4096) + 0.01);
+  PickConstants unfitted = c;
+  unfitted.promote8_efficiency = 0;
+  EXPECT_FALSE(std::isfinite(predict_pick({4096, 4096, 4096}, "fp8_e4m3", every8, unfitted).time));
 }
 
 // The fit gives a constant a value only where records exercise it: fitted on evidence without a 256-row candidate
