@@ -144,16 +144,17 @@ int main(int argc, char** argv) {
   const std::int64_t n = argc > 2 ? std::stoll(argv[1]) : 2880, k = argc > 2 ? std::stoll(argv[2]) : 4096;
   const std::size_t b_bytes = std::size_t(n * k * 2);
   const int copies = int(std::max<std::size_t>(4, 3 * std::size_t(prop.l2CacheSize) / b_bytes + 2));
-  std::vector<void*> b(std::size_t(copies), nullptr);
-  for (auto& p : b) {
-    PROBE_CHECK(cudaMalloc(&p, b_bytes));
-    PROBE_CHECK(cudaMemset(p, 0x3c, b_bytes));
-  }
-  std::vector<void*> a(std::size_t(copies), nullptr);   // A: 64 x k bf16 per copy
-  for (auto& p : a) {
-    PROBE_CHECK(cudaMalloc(&p, std::size_t(64 * k * 2)));
-    PROBE_CHECK(cudaMemset(p, 0x3c, std::size_t(64 * k * 2)));
-  }
+  // `copies` buffers of `bytes` each, filled with a nonzero bf16 pattern.
+  auto allocate_copies = [&](std::size_t bytes) {
+    std::vector<void*> out(std::size_t(copies), nullptr);
+    for (auto& p : out) {
+      PROBE_CHECK(cudaMalloc(&p, bytes));
+      PROBE_CHECK(cudaMemset(p, 0x3c, bytes));
+    }
+    return out;
+  };
+  const std::vector<void*> b = allocate_copies(b_bytes);
+  const std::vector<void*> a = allocate_copies(std::size_t(64 * k * 2));   // A: 64 x k bf16 per copy
   unsigned long long* landed = nullptr;
   PROBE_CHECK(cudaMalloc(&landed, sizeof(unsigned long long)));
   std::printf("== B %lld x %lld bf16 (%.1f MB), %d copies rotated (L2 %d MB): %s, %d SMs\n", (long long)n,

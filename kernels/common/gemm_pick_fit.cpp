@@ -50,7 +50,6 @@ void collect(const nlohmann::json& j, const std::string& path, std::vector<PickE
   e.source = path + ": " + s.value("name", std::string("?")) + " " + e.dtype + " " + j.value("layout", "nn") + " " +
              j.value("epilogue", "none");
   const std::string winner = j.contains("config") ? j["config"].value("name", std::string()) : std::string();
-  bool winner_seen = false;
   for (const auto& c : j["candidates"]) {
     // Split-K over the cluster (NOTES.md step 41, branch clusterk) ran in run-e89f7ea only: slower on every shape,
     // not built on main, and not a configuration this model prices.
@@ -66,13 +65,14 @@ void collect(const nlohmann::json& j, const std::string& path, std::vector<PickE
     }
     ec.times = {median_of(c, "screen_time_ms"), median_of(c, "time_ms")};
     ec.ok = c.value("status", "") == "ok" && (ec.times.screen_ms || ec.times.full_ms);
-    if (ec.config.name == winner) {
-      e.winner = e.candidates.size();
-      winner_seen = true;
-    }
     e.candidates.push_back(std::move(ec));
   }
-  if (winner_seen && e.candidates[e.winner].ok) out.push_back(std::move(e));
+  const auto won = std::find_if(e.candidates.begin(), e.candidates.end(),
+                                [&](const EvidenceCandidate& c) { return c.config.name == winner; });
+  if (won == e.candidates.end())
+    throw std::runtime_error(e.source + ": its winner '" + winner + "' is none of the candidates the model prices");
+  e.winner = std::size_t(won - e.candidates.begin());
+  if (won->ok) out.push_back(std::move(e));
 }
 
 }  // namespace

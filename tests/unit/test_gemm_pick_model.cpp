@@ -453,5 +453,36 @@ TEST(GemmPickModel, AMalformedEvidenceRecordNamesItsFile) {
   std::filesystem::remove(path);
 }
 
+// The reader drops the candidates main does not build (split-K over the cluster, branch clusterk: run-e89f7ea lists
+// them) and refuses a record whose winner is none of the candidates it keeps, naming the file: taking another
+// candidate as the winner would hold the model to the wrong record.
+TEST(GemmPickModel, TheEvidenceReaderSkipsUnbuiltCandidatesAndRefusesALostWinner) {
+  const auto path = std::filesystem::temp_directory_path() / "aispflow_pick_evidence_winner.json";
+  auto write = [&](const char* winner) {
+    std::ofstream(path) << R"({"records": [{"provider": "ours.cluster", "status": "ok", "dtype": "bf16",
+        "shape": {"name": "s", "m": 64, "n": 2880, "k": 4096}, "config": {"name": ")"
+                        << winner << R"("}, "candidates": [
+        {"config": {"name": "lone", "tile": [128, 64, 64], "cluster": [1, 1]}, "status": "ok",
+         "screen_time_ms": {"median": 0.0143}},
+        {"config": {"name": "shared_k", "tile": [128, 64, 64], "cluster": [1, 1], "cluster_k": 2}, "status": "ok",
+         "screen_time_ms": {"median": 0.0172}}]}]})";
+  };
+  write("lone");
+  const auto kept = read_pick_evidence(path.string());
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept[0].candidates.size(), 1u) << "the cluster_k candidate was read as a plain 1x1 one";
+  EXPECT_EQ(kept[0].candidates[kept[0].winner].config.name, "lone");
+  for (const char* lost : {"shared_k", "renamed"}) {
+    write(lost);
+    try {
+      read_pick_evidence(path.string());
+      FAIL() << "a record whose winner '" << lost << "' is not a kept candidate was accepted";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(path.string()), std::string::npos) << e.what();
+    }
+  }
+  std::filesystem::remove(path);
+}
+
 }  // namespace
 }  // namespace aispflow::kernels

@@ -38,6 +38,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -62,7 +63,7 @@ struct HopperShape {
   static constexpr int kEpilogueBytes = 2 * 2 * kChunkBytes;         // 2 consumers x double buffer
   static constexpr int kBarrierBytes = 256;
   static constexpr int kFixedBytes = 1024 + kEpilogueBytes + kBarrierBytes;
-  static constexpr int kStages = (kSmemLimit - kFixedBytes) / kStageBytes > 8 ? 8 : (kSmemLimit - kFixedBytes) / kStageBytes;
+  static constexpr int kStages = std::min(8, (kSmemLimit - kFixedBytes) / kStageBytes);
   static constexpr int kSmemBytes = kFixedBytes + kStages * kStageBytes;
   static_assert(kStages >= 2, "tile too large for shared memory");
   static_assert(kSmemBytes <= kSmemLimit, "shared memory budget");
@@ -307,8 +308,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           fence_accumulators();
 #pragma unroll
           for (int h = 0; h < kSlices; ++h)
-            issue(acc[h], s, (first_slice + h) * 64,
-                  kt > k_begin);
+            issue(acc[h], s, (first_slice + h) * 64, kt > k_begin);
           wgmma_commit();
           wgmma_wait<1>();
           fence_accumulators();
