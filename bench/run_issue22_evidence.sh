@@ -36,13 +36,13 @@ if [[ $steps == *" tests "* ]]; then
   done
 fi
 # The probe (PROBE_FILTER, default the 256 x 128 tile; PROBE_CASES, ';'-separated, default the bf16 nt squares and
-# 4096x2880x2880): each configuration verified, then timed against cuBLASLt's heuristic top, beside 128 x 256, with
-# its co-resident cluster count (s).
+# 4096x2880x2880): each configuration verified, then timed against cuBLASLt's heuristic top, beside 128 x 256
+# (PROBE_BESIDE), with its co-resident cluster count (s).
 if [[ $steps == *" probe "* ]]; then
   IFS=';' read -ra probe_cases <<< "${PROBE_CASES:-4096x4096x4096 bf16 nt;8192x8192x8192 bf16 nt;4096x2880x2880 bf16 nt}"
   for c in "${probe_cases[@]}"; do
     timeout 120 .gpu/run hopper_probe "${PROBE_FILTER:-256x128}" "$c" >> /tmp/tests/probe.txt 2>&1
-    timeout 60 .gpu/run hopper_probe "128x256x64_c" "$c" >> /tmp/tests/probe.txt 2>&1
+    timeout 60 .gpu/run hopper_probe "${PROBE_BESIDE:-128x256x64_c}" "$c" >> /tmp/tests/probe.txt 2>&1
   done
   grep -E "^==|ok err|FAILED|ERROR" /tmp/tests/probe.txt | head -40
 fi

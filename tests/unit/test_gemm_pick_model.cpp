@@ -296,6 +296,21 @@ TEST(GemmPickModel, AnUnfittedTileIsNeverTheDefaultPick) {
   EXPECT_GE(second_picked(shapes, configs, guessed), 1) << "with a guessed rate the 256-row tile is never picked: this test no longer shows the guard";
 }
 
+// The 128 x 32 decode tile is unpriced until records have run it (tile_efficiency_32 = 0): never the default pick.
+// Priced as a guess (the top of its range) it would take decode, where its 90 tiles fill a wave without split-K.
+TEST(GemmPickModel, AnUnfittedNarrowTileIsNeverTheDefaultPick) {
+  PickConfig wide = config(64, 1, 1), narrow = config(32, 1, 1);
+  wide.a_box_trim = narrow.a_box_trim = true;
+  const std::vector<PickConfig> configs = {wide, narrow};
+  PickConstants c = h100_pick_constants();
+  c.tile_efficiency_32 = 0;
+  const std::vector<PickShape> decode = {{64, 2880, 4096}, {64, 5120, 2880}, {32, 2880, 4096}};
+  EXPECT_EQ(second_picked(decode, configs, c), 0);
+  PickConstants guessed = c;
+  guessed.tile_efficiency_32 = 1.2;
+  EXPECT_GE(second_picked(decode, configs, guessed), 1) << "with a guessed rate the 128x32 tile is never picked: this test no longer shows the guard";
+}
+
 // Small-grid stream-K (a `_sk` configuration where split-K would run) is unpriced until records have run it: the
 // default keeps the plain configuration there; priced as a guess (the data-parallel rate) it would take over decode.
 TEST(GemmPickModel, UnpricedSmallGridStreamKIsNeverTheDefaultPick) {

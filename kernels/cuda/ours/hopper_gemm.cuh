@@ -63,9 +63,13 @@ struct HopperShape {
   static constexpr int kEpilogueBytes = 2 * 2 * kChunkBytes;         // 2 consumers x double buffer
   static constexpr int kBarrierBytes = 256;
   static constexpr int kFixedBytes = 1024 + kEpilogueBytes + kBarrierBytes;
-  static constexpr int kStages = std::min(8, (kSmemLimit - kFixedBytes) / kStageBytes);
+  // At most 8 stages, except for the narrow decode tile: a 128 x 32 CTA streams its weight slice from HBM with
+  // little math per byte, and needs more bytes in flight than 8 of its 4 KB B slabs (NOTES.md step 44).
+  static constexpr int kMaxStages = BN < 64 ? 16 : 8;
+  static constexpr int kStages = std::min(kMaxStages, (kSmemLimit - kFixedBytes) / kStageBytes);
   static constexpr int kSmemBytes = kFixedBytes + kStages * kStageBytes;
   static_assert(kStages >= 2, "tile too large for shared memory");
+  static_assert(2 * kStages * 8 <= kBarrierBytes, "full and empty barriers of every stage");
   static_assert(kSmemBytes <= kSmemLimit, "shared memory budget");
 };
 
@@ -99,6 +103,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr int kASlab = BM * kRowBytes;               // A bytes per stage
   constexpr int kBSlab = BN * kRowBytes;               // B bytes per stage
   constexpr int kAcc = BN / 2;                         // accumulators per consumer thread
+  // Epilogue chunks: 64 columns (128-byte rows, 128-byte swizzle), or the whole tile where it is narrower (128 x 32:
+  // 64-byte rows, 64-byte swizzle; the host's C map matches, hopper_kernels.cu).
+  constexpr int kCols = BN < kChunkCols ? BN : kChunkCols;
+  constexpr int kChunks = BN / kCols;
+  constexpr int kCRowBytes = kCols * 2;
+  static_assert(BN % kCols == 0 && (kCols == 64 || kCols == 32), "epilogue chunk: 64 or 32 columns");
 
   extern __shared__ std::uint8_t smem_raw[];
   // 128-byte swizzled tiles must start on 1024-byte boundaries; every CTA computes the same offset, which the
@@ -245,19 +255,20 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (local > 0) named_barrier(kOrderBarrier + wg, 256);
       }
       // The tile's bias, loaded now so that the mainloop hides the loads' latency: in every warp, lane l holds the
-      // bf16 pairs of columns n0 + 2 (l + 32 c) and + 1 for each 64-column chunk c (BN / 64 registers), and the
-      // epilogue shuffles each pair to the lanes that need it. Loaded in the epilogue, the bias cost a global
+      // bf16 pair of columns 2 l and 2 l + 1 of each chunk c (one register per chunk; a 32-column chunk uses lanes
+      // 0-15), and the epilogue shuffles each pair to the lanes that need it. Loaded in the epilogue, the bias cost a global
       // load's latency per chunk: a third of the 4096^3 kernel's epilogue with a bias (NOTES.md step 42).
       // (fp8 at 192 columns, whose promotion keeps a second accumulator set, has no registers to spare: 24 bytes
       // spilled. It loads the pairs when the mainloop is done, one latency a tile instead of one a chunk.)
       constexpr bool kBiasEarly = !(Fp8 && BN > 128);
-      std::uint32_t bias_pairs[BN / kChunkCols];
+      std::uint32_t bias_pairs[kChunks];
       auto load_bias = [&] {
 #pragma unroll
-        for (int c = 0; c < BN / kChunkCols; ++c) {
-          const int col = n0 + 2 * (lane + 32 * c);   // even, and n is even: col + 1 < n too
-          bias_pairs[c] =
-              p.epilogue != 0 && col < p.n ? __ldg(static_cast<const std::uint32_t*>(p.bias) + col / 2) : 0u;
+        for (int c = 0; c < kChunks; ++c) {
+          const int col = n0 + c * kCols + 2 * lane;   // even, and n is even: col + 1 < n too
+          bias_pairs[c] = p.epilogue != 0 && 2 * lane < kCols && col < p.n
+                              ? __ldg(static_cast<const std::uint32_t*>(p.bias) + col / 2)
+                              : 0u;
         }
       };
       if constexpr (kBiasEarly) load_bias();
@@ -462,8 +473,8 @@ __global__ void __launch_bounds__(kThreads, 1)
           continue;
         }
 #pragma unroll
-        for (int c = 0; c < BN / kChunkCols; ++c, ++chunk_counter) {
-          // Each warp stores its own 16 rows of the chunk (a 64 x 16 TMA box from its 2 KB of the buffer), so the
+        for (int c = 0; c < kChunks; ++c, ++chunk_counter) {
+          // Each warp stores its own 16 rows of the chunk (a kCols x 16 TMA box from its part of the buffer), so the
           // chunk needs no warpgroup barrier: a warp waits for its own stores and syncs its own lanes (two
           // warpgroup barriers a chunk waited for the slowest warp: NOTES.md step 42).
           std::uint8_t* buf = chunks + (wg * 2 + (chunk_counter & 1)) * kChunkBytes;
@@ -471,17 +482,20 @@ __global__ void __launch_bounds__(kThreads, 1)
           __syncwarp();
           // The chunk's bias pairs: columns 8 jj + 2 (l % 4) and + 1 of the chunk, held by lane 4 jj + l % 4 (zero
           // past N and without a bias epilogue).
-          float2 bias[8];
+          constexpr int kGroups = kCols / 8;   // 8-column groups of the chunk
+          float2 bias[kGroups];
 #pragma unroll
-          for (int jj = 0; jj < 8; ++jj) {
+          for (int jj = 0; jj < kGroups; ++jj) {
             const std::uint32_t pair = __shfl_sync(0xffffffffu, bias_pairs[c], 4 * jj + lane % 4);
             bias[jj] = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&pair));
           }
-          // The chunk is 16 8x8 matrices per warp (8-column group jj, 8-row half h), whose fragments the
+          // The chunk is 2 x kGroups 8x8 matrices per warp (8-column group jj, 8-row half h), whose fragments the
           // accumulators already hold in stmatrix's layout (register 4j + 2h, 4j + 2h + 1: row l/4, columns
-          // 2 (l % 4) and + 1): four stmatrix.x4 per thread instead of sixteen 4-byte stores (NOTES.md step 33).
-          // Each lane gives one matrix row's address: matrix l/8 of the four, its row l % 8; rows of the chunk
-          // are 128 bytes with 16-byte groups swizzled by the row (the TMA store's 128-byte swizzle).
+          // 2 (l % 4) and + 1): one stmatrix.x4 per two groups instead of four 4-byte stores each (NOTES.md step
+          // 33). Each lane gives one matrix row's address: matrix l/8 of the four, its row l % 8. The 16-byte groups
+          // of a row are swizzled as the TMA store expects: 128-byte rows by the row's index mod 8, 64-byte rows by
+          // bits 1-2 of it (the pattern repeats every 1024 and 512 bytes, and every warp's rows start on such a
+          // boundary).
           const std::uint32_t buf_addr = smem_addr(buf);
           // GELU or not is decided once per chunk, outside the element loop: tested per element pair (a branch
           // around each pair's GELU), the chunk compiled into 16 small blocks the scheduler could not interleave,
@@ -489,11 +503,11 @@ __global__ void __launch_bounds__(kThreads, 1)
           // (NOTES.md step 42).
           auto pack_and_store = [&](auto gelu) {
 #pragma unroll
-            for (int q = 0; q < 4; ++q) {
+            for (int q = 0; q < kGroups / 2; ++q) {
               std::uint32_t packed[4];
 #pragma unroll
               for (int m = 0; m < 4; ++m) {   // matrix m of this stmatrix: group jj = 2q + m/2, half h = m % 2
-                const int jj = 2 * q + m / 2, h = m % 2, j = c * 8 + jj;
+                const int jj = 2 * q + m / 2, h = m % 2, j = c * kGroups + jj;
                 float v0 = scale * d[4 * j + 2 * h] + bias[jj].x;
                 float v1 = scale * d[4 * j + 2 * h + 1] + bias[jj].y;
                 if constexpr (decltype(gelu)::value) {
@@ -503,7 +517,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                 packed[m] = pack_bf16x2(v0, v1);
               }
               const int m = lane / 8, jj = 2 * q + m / 2, r = warp * 16 + 8 * (m % 2) + lane % 8;
-              stmatrix_x4(buf_addr + r * 128 + ((jj ^ (r & 7)) << 4), packed);
+              const int swizzled = kCRowBytes == 128 ? jj ^ (r & 7) : jj ^ ((r >> 1) & 3);
+              stmatrix_x4(buf_addr + r * kCRowBytes + (swizzled << 4), packed);
             }
           };
           if (p.epilogue == 2)
@@ -513,7 +528,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           fence_proxy_async_smem();
           __syncwarp();
           if (lane == 0) {
-            tma_store(&map_c, buf + warp * kStoreRows * 128, n0 + c * kChunkCols, row0 + warp * kStoreRows, t.batch);
+            tma_store(&map_c, buf + warp * kStoreRows * kCRowBytes, n0 + c * kCols, row0 + warp * kStoreRows, t.batch);
             tma_store_commit();
           }
         }

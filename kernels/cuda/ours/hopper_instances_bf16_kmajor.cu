@@ -1,4 +1,4 @@
-// Compiled instances of the Hopper GEMM kernel: bf16 kmajor, block N 128 / 192 / 256, the
+// Compiled instances of the Hopper GEMM kernel: bf16 kmajor, block N 32 / 64 / 128 / 192 / 256, the
 // 256 x 128 tile, and the ping-pong schedule at block N 128. Each dtype x
 // major-mode family is its own translation unit so the heavy instances compile in parallel.
 #include "kernels/cuda/ours/hopper_gemm.cuh"
@@ -10,6 +10,7 @@ HopperInstance hopper_instance_bf16_kmajor(int block_m, int block_n, bool ping_p
   if (block_m != 128) return {};
   if (ping_pong) return block_n == 128 ? hopper_instance_of<false, 128, 128, false, true>() : HopperInstance{};
   switch (block_n) {
+    case 32: return hopper_instance_of<false, 128, 32, false, false>();
     case 64: return hopper_instance_of<false, 128, 64, false, false>();
     case 128: return hopper_instance_of<false, 128, 128, false, false>();
     case 192: return hopper_instance_of<false, 128, 192, false, false>();

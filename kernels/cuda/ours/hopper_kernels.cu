@@ -87,16 +87,18 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   return fn;
 }
 
-// A 3-D (inner, outer, batch) row-major tensor with 128-byte swizzled boxes of box_inner x box_outer.
+// A 3-D (inner, outer, batch) row-major tensor with swizzled boxes of box_inner x box_outer (128-byte swizzle, or
+// 64-byte for the 32-column C chunks of a 128 x 32 tile).
 CUtensorMap tensor_map(const void* base, CUtensorMapDataType type, int elem_bytes, std::int64_t inner,
-                       std::int64_t outer, std::int64_t batch, int box_inner, int box_outer) {
+                       std::int64_t outer, std::int64_t batch, int box_inner, int box_outer,
+                       CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_128B) {
   const cuuint64_t dims[3] = {cuuint64_t(inner), cuuint64_t(outer), cuuint64_t(batch)};
   const cuuint64_t strides[2] = {cuuint64_t(inner * elem_bytes), cuuint64_t(inner * outer * elem_bytes)};
   const cuuint32_t box[3] = {cuuint32_t(box_inner), cuuint32_t(box_outer), 1};
   const cuuint32_t element_strides[3] = {1, 1, 1};
   CUtensorMap map{};
   const CUresult r = tensor_map_encoder()(&map, type, 3, const_cast<void*>(base), dims, strides, box, element_strides,
-                                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                          CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     throw CudaError("cuTensorMapEncodeTiled failed (CUresult " + std::to_string(int(r)) + ") for a " +
@@ -185,6 +187,9 @@ class HopperGemm final : public OurKernel {
     if (s.m > (1LL << 31) - 1 || s.n > (1LL << 31) - 1 || s.k > (1LL << 31) - 1) return std::string("dimension above 2^31");
     if (config_.cluster_m * config_.cluster_n > 1 && !config_.persistent)
       return std::string("clusters are only built persistent");   // a configuration error, never reached
+    // MN-major B is loaded in boxes of 64 columns (128 bytes, the swizzle's row): a 32-column tile has none.
+    if (config_.block_n < 64 && c.layout == "nn" && !config_.fp8)
+      return config_.family + " " + config_.name() + " reads B K-major only (layout nt); layout nn loads B in 64-column boxes";
     return std::nullopt;
   }
 
@@ -268,8 +273,11 @@ class HopperGemm final : public OurKernel {
       else      // B row-major N x K: boxes of bk x (block_n / cluster_m) rows
         plan->maps.push_back(
             tensor_map(ops.b(copy), ab, ab_bytes, pad.k, s.n, s.batch, bk, config_.block_n / p.cluster_m));
-      plan->maps.push_back(
-          tensor_map(ops.c(copy), CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, pad.n, s.m, s.batch, kChunkCols, kStoreRows));
+      // C: the epilogue's chunks (hopper_gemm.cuh): 64 columns, or 32 for a 128 x 32 tile.
+      const int chunk_cols = std::min(config_.block_n, kChunkCols);
+      plan->maps.push_back(tensor_map(ops.c(copy), CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, pad.n, s.m, s.batch, chunk_cols,
+                                      kStoreRows,
+                                      chunk_cols == 64 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B));
       plan->outputs.push_back(ops.c(copy));
     }
     return [plan](cudaStream_t stream, int copy) {
@@ -459,6 +467,14 @@ std::vector<std::unique_ptr<OurKernel>> cluster_kernels() {
     out.push_back(make_hopper_kernel({"ours.cluster", false, 64, cm, cn, true, 8, 0}));
   for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}})
     out.push_back(make_hopper_kernel({"ours.cluster", true, 64, cm, cn, true, 8, 0, "cooperative", false, 4}));
+  // 128 x 32 tiles (NOTES.md step 44), for decode: the tile cuBLASLt's decode kernels run (32 of N by the 64 rows
+  // of M). At N = 2880 they make 90 tiles, a wave without split-K, where 128 x 64 makes 45 and splits K in two
+  // (fp32 partials, a reduce kernel). Alone or as a 1x2 pair multicasting A (every CTA reads all of A from L2).
+  // B K-major only (layout nt; fp8 is always K-major).
+  for (auto [cm, cn] : {std::pair{1, 1}, std::pair{1, 2}}) {
+    out.push_back(make_hopper_kernel({"ours.cluster", false, 32, cm, cn, true, 8, 0}));
+    out.push_back(make_hopper_kernel({"ours.cluster", true, 32, cm, cn, true, 8, 0, "cooperative", false, 4}));
+  }
   // Stream-K for the last wave, on the clusters that win large shapes (2x1) and without a cluster.
   for (int bn : {256, 192, 128})
     for (auto [cm, cn] : {std::pair{2, 1}, std::pair{1, 1}})

@@ -13,7 +13,8 @@ namespace aispflow::kernels::cuda::ours {
 struct HopperConfig {
   std::string family;        // "ours.wgmma" | "ours.cluster": the provider it belongs to
   bool fp8 = false;          // fp8 e4m3 inputs (else bf16); the output is bf16 either way
-  int block_n = 256;         // 64 | 128 | 192 | 256 (192 divides the gpt-oss width 2880; 64 fills small grids)
+  int block_n = 256;         // 32 | 64 | 128 | 192 | 256 (192 divides the gpt-oss width 2880; 64 fills small grids;
+                             // 32 is decode's tile, K-major B only)
   int cluster_m = 1;         // CTAs per cluster along M (share B) ...
   int cluster_n = 1;         // ... and along N (share A)
   bool persistent = false;   // one CTA per SM slot walking a rasterized tile order

@@ -10,6 +10,23 @@
 namespace aispflow::kernels::cuda::ours {
 
 template <int TransB>
+__device__ __forceinline__ void wgmma_bf16_n32(float (&d)[16], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, %19;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransB));
+}
+
+__device__ __forceinline__ void wgmma_e4m3_n32(float (&d)[16], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+template <int TransB>
 __device__ __forceinline__ void wgmma_bf16_n64(float (&d)[32], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
@@ -97,7 +114,10 @@ __device__ __forceinline__ void wgmma_e4m3_n256(float (&d)[128], std::uint64_t d
 // Dispatch on N at compile time.
 template <bool Fp8, int N, int TransB>
 __device__ __forceinline__ void wgmma(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d) {
-  if constexpr (N == 64) {
+  if constexpr (N == 32) {
+    if constexpr (Fp8) wgmma_e4m3_n32(d, desc_a, desc_b, scale_d);
+    else wgmma_bf16_n32<TransB>(d, desc_a, desc_b, scale_d);
+  } else if constexpr (N == 64) {
     if constexpr (Fp8) wgmma_e4m3_n64(d, desc_a, desc_b, scale_d);
     else wgmma_bf16_n64<TransB>(d, desc_a, desc_b, scale_d);
   } else if constexpr (N == 96) {
