@@ -63,10 +63,7 @@ struct HopperShape {
   static constexpr int kEpilogueBytes = 2 * 2 * kChunkBytes;         // 2 consumers x double buffer
   static constexpr int kBarrierBytes = 256;
   static constexpr int kFixedBytes = 1024 + kEpilogueBytes + kBarrierBytes;
-  // At most 8 stages, except for the narrow decode tile: a 128 x 32 CTA streams its weight slice from HBM with
-  // little math per byte, and needs more bytes in flight than 8 of its 4 KB B slabs (NOTES.md step 44).
-  static constexpr int kMaxStages = BN < 64 ? 16 : 8;
-  static constexpr int kStages = std::min(kMaxStages, (kSmemLimit - kFixedBytes) / kStageBytes);
+  static constexpr int kStages = std::min(8, (kSmemLimit - kFixedBytes) / kStageBytes);
   static constexpr int kSmemBytes = kFixedBytes + kStages * kStageBytes;
   static_assert(kStages >= 2, "tile too large for shared memory");
   static_assert(2 * kStages * 8 <= kBarrierBytes, "full and empty barriers of every stage");
@@ -123,6 +120,12 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   const int warpgroup = threadIdx.x / 128;
   const int cluster_size = p.cluster_m * p.cluster_n;
+  // Consumer warpgroups that read each stage. A trimmed A box (M <= 64, p.a_box_rows) leaves the second warpgroup's
+  // 64 rows of a cooperative 128-row tile past M in every tile: that warpgroup sits the kernel out, and the
+  // `empty` barriers do not wait for it (its wgmmas on stale rows took the tensor pipe from the live warpgroup's,
+  // on decode's critical path: NOTES.md step 44).
+  const bool second_idle = !PingPong && BM == 128 && p.a_box_rows > 0;
+  const int readers = PingPong || second_idle ? 1 : 2;
   const int rank = int(cluster_cta_rank());
   const int rank_m = rank % p.cluster_m, rank_n = rank / p.cluster_m;
   const int cluster_id = int(blockIdx.x) / cluster_size;
@@ -184,9 +187,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     prefetch_tensormap(&map_c);
     for (int s = 0; s < kStages; ++s) {
       mbar_init(&full[s], 1);
-      // Every consumer warpgroup that reads the stage, in every CTA it is multicast into: both (cooperative) or
-      // the one whose tile it is (ping-pong).
-      mbar_init(&empty[s], (PingPong ? 1 : 2) * cluster_size);
+      // Every consumer warpgroup that reads the stage, in every CTA it is multicast into: both (cooperative), the
+      // one whose tile it is (ping-pong), or the one with live rows (trimmed A).
+      mbar_init(&empty[s], readers * cluster_size);
     }
     fence_mbarrier_init();
     has_unit = producer_schedule.next(unit);
@@ -217,6 +220,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     }
+  } else if (second_idle && warpgroup == 2) {
+    // No live rows in any tile: nothing to compute or store (it keeps its launch registers; the producer's release
+    // covers the first consumer's increase alone).
   } else {
     // ---------------- consumers ----------------
     setmaxnreg_inc<224>();

@@ -39,8 +39,8 @@ struct HopperParams {
   // one at a time, so that its interval ends fall half an interval after warpgroup 0's (0 = in step).
   int promotion_stagger = 0;
   // Rows of A one stage loads (0: the whole tile). At M <= 64 only the 64 rows M can fill (NOTES.md step 26: the
-  // TMA's zero fill of the other 64 cost decode about a quarter of its time); consumer warpgroup 1's rows then
-  // read stale shared memory, and nothing it computes is stored (every store path skips rows past M). In a 1x2
+  // TMA's zero fill of the other 64 cost decode about a quarter of its time); consumer warpgroup 1's rows then lie
+  // past M in every tile, so it computes and stores nothing (the stage barriers count one reader). In a 1x2
   // cluster each CTA loads a_box_rows / 2 of them and multicasts them.
   int a_box_rows = 0;
 };
