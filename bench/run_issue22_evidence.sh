@@ -49,6 +49,6 @@ fi
 [ -n "$(ls /tmp/tests)" ] && tar czf "$out/tests.tgz" -C /tmp tests
 [[ $steps == *" workflows "* ]] || exit 0
 AISPFLOW_TIME_LIMIT=${CLUSTER_LIMIT:-200} bench/run_gpu_workflow.sh workflows/cluster_gemm.yaml cluster_gemm --backend cuda | tail -n 12
-AISPFLOW_TIME_LIMIT=${SELECT_LIMIT:-200} bench/run_gpu_workflow.sh .gpu/kernel_selector.yaml kernel_selector --backend cuda | tail -n 12
+AISPFLOW_TIME_LIMIT=${SELECT_LIMIT:-330} bench/run_gpu_workflow.sh .gpu/kernel_selector.yaml kernel_selector --backend cuda | tail -n 12
 AISPFLOW_TIME_LIMIT=${UNALIGNED_LIMIT:-60} bench/run_gpu_workflow.sh bench/unaligned.yaml unaligned --backend cuda | tail -n 6
 ls -la "$out"
