@@ -78,6 +78,14 @@ int main(int argc, char** argv) {
     for (int bn : {128, 192})
       for (int splits : {1, 2, 3, 4, 6, 8})
         kernels.push_back(ours::make_hopper_kernel({"splitsweep", false, bn, 1, 1, true, 8, splits}));
+  // Clusters of 8 (filter "cluster8", NOTES.md step 45): cuBLASLt runs small grids such as 1000^3 in 4x2 clusters,
+  // multicasting A to 2 CTAs and B to 4; ours share an operand between 2 at most.
+  if (filter.find("cluster8") != std::string::npos)
+    for (int bn : {64, 128})
+      for (auto [cm, cn] : {std::pair{4, 2}, std::pair{2, 4}}) {
+        kernels.push_back(ours::make_hopper_kernel({"cluster8", false, bn, cm, cn, true, 8, 0}));
+        if (bn == 64) kernels.push_back(ours::make_hopper_kernel({"cluster8", true, bn, cm, cn, true, 8, 0, "cooperative", false, 4}));
+      }
   std::mt19937_64 rng(42);
   for (const Case& cs : cases) {
     GemmShape s;
