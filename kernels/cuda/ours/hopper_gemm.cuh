@@ -220,12 +220,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     }
-    // Every load (and multicast into the peers) is issued: the exit barrier may count this thread.
-    if (cluster_size > 1) cluster_arrive();
   } else if (second_idle && warpgroup == 2) {
     // No live rows in any tile: nothing to compute or store (it keeps its launch registers; the producer's release
     // covers the first consumer's increase alone).
-    if (cluster_size > 1) cluster_arrive();
   } else {
     // ---------------- consumers ----------------
     setmaxnreg_inc<224>();
@@ -248,15 +245,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     int local = 0;   // index of the unit among this CTA's, in the producer's order
     WorkSchedule schedule(p, cluster_id, clusters);
     WorkUnit unit;
-    // The exit barrier's arrival, made once this warpgroup's last arrival on a peer's `empty` barrier is issued (the
-    // end of the mainloop of the cluster's last unit, which every warpgroup passes once, ping-pong's included), so
-    // that the barrier's round trip runs under the last epilogue instead of after it.
-    // (fp8 at 192 columns keeps a second accumulator set and has no register to carry that test through its
-    // mainloop: 4-12 bytes spilled. It arrives when its work is done.)
-    constexpr bool kTightRegisters = Fp8 && BN > 128;
-    auto arrive_after_last_mainloop = [&] {
-      if (!kTightRegisters && cluster_size > 1 && !unit.has_next) cluster_arrive();
-    };
     for (; schedule.next(unit); ++local) {
       const WorkTile& t = unit.t;
       const int m0 = (t.cm * p.cluster_m + rank_m) * BM;
@@ -266,7 +254,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         // The other warpgroup's tile: its stages pass by in the ring; skip them.
         if ((local & 1) != wg) {
           it += std::uint32_t(k_end - k_begin);
-          arrive_after_last_mainloop();
           continue;
         }
         // Wait until the other warpgroup has issued its previous tile's mainloop: the mainloops take turns on
@@ -279,7 +266,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       // load's latency per chunk: a third of the 4096^3 kernel's epilogue with a bias (NOTES.md step 42).
       // (fp8 at 192 columns, whose promotion keeps a second accumulator set, has no registers to spare: 24 bytes
       // spilled. It loads the pairs when the mainloop is done, one latency a tile instead of one a chunk.)
-      constexpr bool kBiasEarly = !kTightRegisters;
+      constexpr bool kBiasEarly = !(Fp8 && BN > 128);
       std::uint32_t bias_pairs[kChunks];
       auto load_bias = [&] {
 #pragma unroll
@@ -418,7 +405,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
 
-      arrive_after_last_mainloop();
       if (p.sk_tiles > 0) {
         // Stream-K (cooperative schedules only). A slot holds one warpgroup's accumulators (its kSlices 64-row
         // slices) in register order, float4-interleaved across its 128 threads (coalesced).
@@ -554,12 +540,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     }
-    if (cluster_size > 1 && (kTightRegisters || local == 0)) cluster_arrive();   // or no work unit at all
     if (lane == 0) tma_store_wait_all<0>();
   }
-  // No CTA may leave while a peer can still multicast into its shared memory or arrive on its barriers: every thread
-  // of the cluster has arrived once its own such operations were issued (above).
-  if (cluster_size > 1) cluster_wait();
+  // No CTA may leave while a peer can still multicast into its shared memory or arrive on its barriers.
+  if (cluster_size > 1) cluster_sync();
 #endif
 }
 

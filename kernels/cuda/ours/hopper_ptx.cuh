@@ -148,11 +148,6 @@ __device__ __forceinline__ std::uint32_t cluster_cta_count() {
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
-// cluster_sync's two halves, per thread (not .aligned: the threads of a warp may arrive at different points). A
-// thread arrives once it has issued its last operation on a peer's shared memory; waiting before exit keeps every
-// CTA alive until all such operations of the cluster are issued.
-__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release;" ::: "memory"); }
-__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire;" ::: "memory"); }
 template <int Regs>
 __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Regs));
