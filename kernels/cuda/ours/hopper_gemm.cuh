@@ -60,18 +60,10 @@ struct HopperShape {
   static constexpr int kBlockK = Fp8 ? 128 : 64;                     // elements of K per stage (128 bytes)
   static constexpr int kKStep = Fp8 ? 32 : 16;                       // K per wgmma instruction
   static constexpr int kStageBytes = (BM + BN) * kRowBytes;
+  static constexpr int kEpilogueBytes = 2 * 2 * kChunkBytes;         // 2 consumers x double buffer
   static constexpr int kBarrierBytes = 256;
-  // Stages that fit beside the epilogue's chunk buffers (2 consumers x `buffers`), at most 8.
-  static constexpr int stages_with(int buffers) {
-    return std::min(8, (kSmemLimit - 1024 - 2 * buffers * kChunkBytes - kBarrierBytes) / kStageBytes);
-  }
-  // Each consumer double-buffers its epilogue chunks, unless one buffer leaves room for another stage: 128 x 192
-  // (40 KB stages) holds 4 stages beside two buffers and 5 beside one, and a stage of mainloop latency hidden is
-  // worth more than an epilogue store overlapped with the next chunk's packing (NOTES.md step 46).
-  static constexpr int kEpilogueBuffers = stages_with(1) > stages_with(2) ? 1 : 2;
-  static constexpr int kEpilogueBytes = 2 * kEpilogueBuffers * kChunkBytes;
   static constexpr int kFixedBytes = 1024 + kEpilogueBytes + kBarrierBytes;
-  static constexpr int kStages = stages_with(kEpilogueBuffers);
+  static constexpr int kStages = std::min(8, (kSmemLimit - kFixedBytes) / kStageBytes);
   static constexpr int kSmemBytes = kFixedBytes + kStages * kStageBytes;
   static_assert(kStages >= 2, "tile too large for shared memory");
   static_assert(2 * kStages * 8 <= kBarrierBytes, "full and empty barriers of every stage");
@@ -491,10 +483,8 @@ __global__ void __launch_bounds__(kThreads, 1)
           // Each warp stores its own 16 rows of the chunk (a kCols x 16 TMA box from its part of the buffer), so the
           // chunk needs no warpgroup barrier: a warp waits for its own stores and syncs its own lanes (two
           // warpgroup barriers a chunk waited for the slowest warp: NOTES.md step 42).
-          constexpr int kBuffers = Shape::kEpilogueBuffers;
-          std::uint8_t* buf = chunks + (wg * kBuffers + int(chunk_counter % kBuffers)) * kChunkBytes;
-          // This warp's store that last used this buffer has read it.
-          if (lane == 0) tma_store_wait_read<kBuffers - 1>();
+          std::uint8_t* buf = chunks + (wg * 2 + (chunk_counter & 1)) * kChunkBytes;
+          if (lane == 0) tma_store_wait_read<1>();   // this warp's store that last used this buffer has read it
           __syncwarp();
           // The chunk's bias pairs: columns 8 jj + 2 (l % 4) and + 1 of the chunk, held by lane 4 jj + l % 4 (zero
           // past N and without a bias epilogue).
