@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
   // Split-K sweep (filter "splitsweep"): a decode shape's time against the split count, one CTA per tile and split
   // (NOTES.md step 24: is the decode gap each CTA's short mainloop, or the number of CTAs streaming?).
   if (filter.find("splitsweep") != std::string::npos)
-    for (int bn : {128, 192})
+    for (int bn : {64, 128, 192})
       for (int splits : {1, 2, 3, 4, 6, 8})
         kernels.push_back(ours::make_hopper_kernel({"splitsweep", false, bn, 1, 1, true, 8, splits}));
   // Clusters of 8 (filter "cluster8", NOTES.md step 45): cuBLASLt runs small grids such as 1000^3 in 4x2 clusters,
