@@ -63,7 +63,9 @@ struct HopperShape {
   static constexpr int kEpilogueBytes = 2 * 2 * kChunkBytes;         // 2 consumers x double buffer
   static constexpr int kBarrierBytes = 256;
   static constexpr int kFixedBytes = 1024 + kEpilogueBytes + kBarrierBytes;
-  static constexpr int kStages = std::min(8, (kSmemLimit - kFixedBytes) / kStageBytes);
+  // At most 8 stages; the 64-row decode tile up to 16 (its CTAs stream a weight slice each with little math per byte,
+  // and 8 of its 16 KB stages are too few bytes in flight for 45 CTAs to stream at HBM's rate: NOTES.md step 47).
+  static constexpr int kStages = std::min(BM == 64 ? 16 : 8, (kSmemLimit - kFixedBytes) / kStageBytes);
   static constexpr int kSmemBytes = kFixedBytes + kStages * kStageBytes;
   static_assert(kStages >= 2, "tile too large for shared memory");
   static_assert(2 * kStages * 8 <= kBarrierBytes, "full and empty barriers of every stage");
@@ -93,8 +95,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                        const __grid_constant__ CUtensorMap map_c, const HopperParams p) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Shape = HopperShape<Fp8, BM, BN>;
-  static_assert(BM == 128 || (BM == 256 && !Fp8 && !PingPong && BN == 128),
-                "256-row tiles: bf16, cooperative, 128 columns (the accumulators of 128x256)");
+  static_assert(BM == 128 || (BM == 256 && !Fp8 && !PingPong && BN == 128) || (BM == 64 && !PingPong),
+                "256-row tiles: bf16, cooperative, 128 columns (the accumulators of 128x256); 64-row: cooperative");
   constexpr int kStages = Shape::kStages;
   constexpr int kBlockK = Shape::kBlockK;
   constexpr int kASlab = BM * kRowBytes;               // A bytes per stage
@@ -124,7 +126,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   // 64 rows of a cooperative 128-row tile past M in every tile: that warpgroup sits the kernel out, and the
   // `empty` barriers do not wait for it (its wgmmas on stale rows took the tensor pipe from the live warpgroup's,
   // on decode's critical path: NOTES.md step 44).
-  const bool second_idle = !PingPong && BM == 128 && p.a_box_rows > 0;
+  // A 64-row tile (decode) has one warpgroup's rows: the second always sits out.
+  const bool second_idle = !PingPong && ((BM == 128 && p.a_box_rows > 0) || BM == 64);
   const int readers = PingPong || second_idle ? 1 : 2;
   const int rank = int(cluster_cta_rank());
   const int rank_m = rank % p.cluster_m, rank_n = rank / p.cluster_m;
@@ -231,9 +234,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int warp = tid / 32, lane = tid % 32;
     const float scale = (Fp8 && p.scale_a && p.scale_b) ? (*p.scale_a) * (*p.scale_b) : 1.0f;
     // Cooperative: this warpgroup computes the 64-row slices [wg x BM/128, (wg + 1) x BM/128) of every tile (one
-    // at BM = 128, two at 256). Ping-pong: both 64-row slices of every other tile (work items of its parity among
-    // this CTA's).
-    constexpr int kSlices = PingPong ? 2 : BM / 128;
+    // at BM = 128, two at 256; at 64 warpgroup 1 has the one slice). Ping-pong: both 64-row slices of every other
+    // tile (work items of its parity among this CTA's).
+    constexpr int kSlices = PingPong ? 2 : BM == 64 ? 1 : BM / 128;
     const int first_slice = PingPong ? 0 : wg * kSlices;
     std::uint32_t it = 0, chunk_counter = 0;
     float acc[kSlices][kAcc];
