@@ -318,9 +318,12 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int h = 0; h < kSlices; ++h) fence_registers(acc[h]);
       };
       if constexpr (!Fp8) {
-        // bf16: the tensor cores accumulate in fp32. One k-tile's group stays in flight while the next is issued;
-        // a stage is released as soon as the group that read it has retired.
-        int previous_stage = -1;
+        // bf16: the tensor cores accumulate in fp32. kInFlight - 1 k-tiles' groups stay in flight while the next is
+        // issued; a stage is released as soon as the group that read it has retired. One group is enough for wide
+        // tiles, whose groups are long; a narrow tile's group (64 or fewer columns) is shorter than the wait for it,
+        // so with one in flight its mainloop ran at the pace of that round trip, not of the tensor pipe or of the
+        // loads (NOTES.md step 48: decode's CTAs of 32-64 k-tiles).
+        constexpr int kInFlight = BN <= 64 ? 4 : 2;
         for (int kt = k_begin; kt < k_end; ++kt, ++it) {
           const int s = int(it % kStages);
           mbar_wait(&full[s], (it / kStages) & 1);
@@ -330,17 +333,19 @@ __global__ void __launch_bounds__(kThreads, 1)
           for (int h = 0; h < kSlices; ++h)
             issue(acc[h], s, (first_slice + h) * 64, kt > k_begin);
           wgmma_commit();
-          wgmma_wait<1>();
+          wgmma_wait<kInFlight - 1>();
           fence_accumulators();
-          if (previous_stage >= 0) release(previous_stage);
-          previous_stage = s;
+          // The group kInFlight - 1 k-tiles back (of this unit) has retired: its stage is free.
+          if (kt - k_begin >= kInFlight - 1) release(int((it - (kInFlight - 1)) % kStages));
         }
         // Ping-pong: every wgmma of this tile is issued; the other warpgroup may queue its own behind them.
         if constexpr (PingPong)
           if (unit.has_next) named_barrier_arrive(kOrderBarrier + (wg ^ 1), 256);
         wgmma_wait<0>();
         fence_accumulators();
-        if (previous_stage >= 0) release(previous_stage);
+        // The stages of the groups still in flight above, oldest first.
+        for (int back = min(kInFlight - 1, k_end - k_begin); back >= 1; --back)
+          release(int((it - back) % kStages));
       } else {
         static_assert(!PingPong, "fp8 ping-pong would need 4 x BN/2 accumulator registers per thread");
         // fp8: Hopper's fp8 wgmma accumulates with fewer mantissa bits than fp32 (about 1.5% error at K = 4096 on
