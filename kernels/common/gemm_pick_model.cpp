@@ -15,10 +15,9 @@ constexpr double kSlabBytes = 128.0 * 128.0;    // one operand slab: 128 rows x 
 constexpr double kUnitArea = 128.0 * 256.0;     // the time unit's tile: 128 x 256
 
 // Math rate of a tile relative to 128x256 (1): by width, the fitted 192 and 128, linear in between; 64 and 32 have
-// constants of their own (the kernel has no other widths today), and so have the 256-row and 64-row tiles.
+// constants of their own (the kernel has no other widths today), and so has the 256-row tile.
 double tile_efficiency(int block_m, int block_n, const PickConstants& c) {
   if (block_m >= 256) return c.tile_efficiency_256x128;
-  if (block_m <= 64) return c.tile_efficiency_64x64;
   if (block_n >= 256) return 1.0;
   if (block_n >= 192) return c.tile_efficiency_192 + (1.0 - c.tile_efficiency_192) * (block_n - 192) / 64.0;
   if (block_n >= 128)
@@ -42,7 +41,6 @@ const std::vector<PickConstantRef>& pick_constant_refs() {
       {"tile_efficiency_64", &PickConstants::tile_efficiency_64, 0.3, 1.2, "math rate of 128x64 vs 128x256"},
       {"tile_efficiency_32", &PickConstants::tile_efficiency_32, 0.15, 1.2, "math rate of 128x32 vs 128x256"},
       {"tile_efficiency_256x128", &PickConstants::tile_efficiency_256x128, 0.5, 1.2, "math rate of 256x128 vs 128x256"},
-      {"tile_efficiency_64x64", &PickConstants::tile_efficiency_64x64, 0.1, 1.2, "math rate of 64x64 vs 128x256"},
       {"pingpong_efficiency", &PickConstants::pingpong_efficiency, 0.5, 1.5,
        "math rate of a ping-pong tile vs a cooperative one of its size"},
       {"load_cost", &PickConstants::load_cost, 0.05, 2.0, "time per 16 KB slab issued per CTA per k-tile"},

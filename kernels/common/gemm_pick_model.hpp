@@ -47,7 +47,6 @@ struct PickConstants {
   double tile_efficiency_64 = 1;    // ... of a 128x64 tile (decode)
   double tile_efficiency_32 = 0;    // ... of a 128x32 tile (decode without split-K); 0 = unfitted (never picked)
   double tile_efficiency_256x128 = 1;   // ... of a 256x128 tile (two m64n128 wgmmas per consumer and k-step)
-  double tile_efficiency_64x64 = 0;     // ... of a 64x64 tile (decode: one consumer); 0 = unfitted (never picked)
   double pingpong_efficiency = 1;   // math rate of a ping-pong tile relative to a cooperative one of its size
   double promote4_efficiency = 1;   // math rate of fp8 promoting every 4 k-tiles relative to every k-tile
   double promote8_efficiency = 0;   // ... every 8 k-tiles relative to every 4; 0 = unfitted (never picked)

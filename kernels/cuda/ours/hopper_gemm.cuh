@@ -63,9 +63,7 @@ struct HopperShape {
   static constexpr int kEpilogueBytes = 2 * 2 * kChunkBytes;         // 2 consumers x double buffer
   static constexpr int kBarrierBytes = 256;
   static constexpr int kFixedBytes = 1024 + kEpilogueBytes + kBarrierBytes;
-  // At most 8 stages; the 64-row decode tile up to 16 (its CTAs stream a weight slice each with little math per byte,
-  // and 8 of its 16 KB stages are too few bytes in flight for 45 CTAs to stream at HBM's rate: NOTES.md step 47).
-  static constexpr int kStages = std::min(BM == 64 ? 16 : 8, (kSmemLimit - kFixedBytes) / kStageBytes);
+  static constexpr int kStages = std::min(8, (kSmemLimit - kFixedBytes) / kStageBytes);
   static constexpr int kSmemBytes = kFixedBytes + kStages * kStageBytes;
   static_assert(kStages >= 2, "tile too large for shared memory");
   static_assert(2 * kStages * 8 <= kBarrierBytes, "full and empty barriers of every stage");
@@ -95,8 +93,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                        const __grid_constant__ CUtensorMap map_c, const HopperParams p) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Shape = HopperShape<Fp8, BM, BN>;
-  static_assert(BM == 128 || (BM == 256 && !Fp8 && !PingPong && BN == 128) || (BM == 64 && !PingPong),
-                "256-row tiles: bf16, cooperative, 128 columns (the accumulators of 128x256); 64-row: cooperative");
+  static_assert(BM == 128 || (BM == 256 && !Fp8 && !PingPong && BN == 128),
+                "256-row tiles: bf16, cooperative, 128 columns (the accumulators of 128x256)");
   constexpr int kStages = Shape::kStages;
   constexpr int kBlockK = Shape::kBlockK;
   constexpr int kASlab = BM * kRowBytes;               // A bytes per stage
@@ -126,8 +124,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // 64 rows of a cooperative 128-row tile past M in every tile: that warpgroup sits the kernel out, and the
   // `empty` barriers do not wait for it (its wgmmas on stale rows took the tensor pipe from the live warpgroup's,
   // on decode's critical path: NOTES.md step 44).
-  // A 64-row tile (decode) has one warpgroup's rows: the second always sits out.
-  const bool second_idle = !PingPong && ((BM == 128 && p.a_box_rows > 0) || BM == 64);
+  const bool second_idle = !PingPong && BM == 128 && p.a_box_rows > 0;
   const int readers = PingPong || second_idle ? 1 : 2;
   const int rank = int(cluster_cta_rank());
   const int rank_m = rank % p.cluster_m, rank_n = rank / p.cluster_m;
@@ -234,9 +231,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int warp = tid / 32, lane = tid % 32;
     const float scale = (Fp8 && p.scale_a && p.scale_b) ? (*p.scale_a) * (*p.scale_b) : 1.0f;
     // Cooperative: this warpgroup computes the 64-row slices [wg x BM/128, (wg + 1) x BM/128) of every tile (one
-    // at BM = 128, two at 256; at 64 warpgroup 1 has the one slice). Ping-pong: both 64-row slices of every other
-    // tile (work items of its parity among this CTA's).
-    constexpr int kSlices = PingPong ? 2 : BM == 64 ? 1 : BM / 128;
+    // at BM = 128, two at 256). Ping-pong: both 64-row slices of every other tile (work items of its parity among
+    // this CTA's).
+    constexpr int kSlices = PingPong ? 2 : BM / 128;
     const int first_slice = PingPong ? 0 : wg * kSlices;
     std::uint32_t it = 0, chunk_counter = 0;
     float acc[kSlices][kAcc];
@@ -318,12 +315,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int h = 0; h < kSlices; ++h) fence_registers(acc[h]);
       };
       if constexpr (!Fp8) {
-        // bf16: the tensor cores accumulate in fp32. kInFlight - 1 k-tiles' groups stay in flight while the next is
-        // issued; a stage is released as soon as the group that read it has retired. One group is enough for wide
-        // tiles, whose groups are long; a narrow tile's group (64 or fewer columns) is shorter than the wait for it,
-        // so with one in flight its mainloop ran at the pace of that round trip, not of the tensor pipe or of the
-        // loads (NOTES.md step 48: decode's CTAs of 32-64 k-tiles).
-        constexpr int kInFlight = BN <= 64 ? 4 : 2;
+        // bf16: the tensor cores accumulate in fp32. One k-tile's group stays in flight while the next is issued;
+        // a stage is released as soon as the group that read it has retired.
+        int previous_stage = -1;
         for (int kt = k_begin; kt < k_end; ++kt, ++it) {
           const int s = int(it % kStages);
           mbar_wait(&full[s], (it / kStages) & 1);
@@ -333,19 +327,17 @@ __global__ void __launch_bounds__(kThreads, 1)
           for (int h = 0; h < kSlices; ++h)
             issue(acc[h], s, (first_slice + h) * 64, kt > k_begin);
           wgmma_commit();
-          wgmma_wait<kInFlight - 1>();
+          wgmma_wait<1>();
           fence_accumulators();
-          // The group kInFlight - 1 k-tiles back (of this unit) has retired: its stage is free.
-          if (kt - k_begin >= kInFlight - 1) release(int((it - (kInFlight - 1)) % kStages));
+          if (previous_stage >= 0) release(previous_stage);
+          previous_stage = s;
         }
         // Ping-pong: every wgmma of this tile is issued; the other warpgroup may queue its own behind them.
         if constexpr (PingPong)
           if (unit.has_next) named_barrier_arrive(kOrderBarrier + (wg ^ 1), 256);
         wgmma_wait<0>();
         fence_accumulators();
-        // The stages of the groups still in flight above, oldest first.
-        for (int back = min(kInFlight - 1, k_end - k_begin); back >= 1; --back)
-          release(int((it - back) % kStages));
+        if (previous_stage >= 0) release(previous_stage);
       } else {
         static_assert(!PingPong, "fp8 ping-pong would need 4 x BN/2 accumulator registers per thread");
         // fp8: Hopper's fp8 wgmma accumulates with fewer mantissa bits than fp32 (about 1.5% error at K = 4096 on

@@ -28,12 +28,12 @@ namespace aispflow::kernels::cuda::ours {
 
 HopperInstance hopper_instance_bf16_kmajor(int block_m, int block_n, bool ping_pong);
 HopperInstance hopper_instance_bf16_mnmajor(int block_m, int block_n, bool ping_pong);
-HopperInstance hopper_instance_fp8(int block_m, int block_n, int promote_every);
+HopperInstance hopper_instance_fp8(int block_n, int promote_every);
 
 HopperInstance hopper_instance(const HopperInstanceKey& key) {
   HopperInstance inst;
   if (key.fp8) {
-    if (!key.ping_pong) inst = hopper_instance_fp8(key.block_m, key.block_n, key.promote_every);
+    if (!key.ping_pong && key.block_m == 128) inst = hopper_instance_fp8(key.block_n, key.promote_every);
   } else {
     inst = key.b_mn_major ? hopper_instance_bf16_mnmajor(key.block_m, key.block_n, key.ping_pong)
                           : hopper_instance_bf16_kmajor(key.block_m, key.block_n, key.ping_pong);
@@ -145,7 +145,6 @@ class HopperGemm final : public OurKernel {
                   config_.cluster_m * config_.cluster_n > 1 ? ", cluster multicast" : "",
                   config_.ping_pong()         ? "ping-pong: whole tiles in turn"
                   : config_.block_m == 256    ? "cooperative: 128 rows each"
-                  : config_.block_m == 64     ? "the first takes the 64 rows, the second sits out"
                                                : "cooperative: 64 rows each",
                   splits_that_run(c.shape) > 1 ? "fp32 partials + reduce kernel" : "bf16 via swizzled smem + TMA store");
     std::string out = text + row_padding(c.shape, config_.fp8 ? 1 : 2, !mn).describe();
@@ -253,9 +252,8 @@ class HopperGemm final : public OurKernel {
       p.sk_tiles = small_grid > 0 ? small_grid
                                   : stream_k_tiles(p.total_work, clusters, p.k_tiles, config_.block_m, config_.block_n);
       if (p.sk_tiles > 0) {
-        // One slot per consumer warpgroup: its 64-row slices of the tile (one at block_m 64 and 128, two at 256),
-        // block_n / 2 floats a thread each.
-        const std::size_t slot_floats = std::size_t(128) * (std::max(config_.block_m, 128) * config_.block_n / 256);
+        // One slot per consumer warpgroup: its share of the tile, block_m x block_n / 256 floats a thread.
+        const std::size_t slot_floats = std::size_t(128) * (config_.block_m * config_.block_n / 256);
         plan->sk_partials = DeviceBuffer(std::size_t(plan->ctas) * 2 * slot_floats * sizeof(float));
         plan->sk_flags = DeviceBuffer(std::size_t(plan->ctas) * 2 * sizeof(int));
         AISPFLOW_CUDA_CHECK(cudaMemset(plan->sk_flags.get(), 0, plan->sk_flags.bytes()));
@@ -476,17 +474,6 @@ std::vector<std::unique_ptr<OurKernel>> cluster_kernels() {
   for (auto [cm, cn] : {std::pair{1, 1}, std::pair{1, 2}}) {
     out.push_back(make_hopper_kernel({"ours.cluster", false, 32, cm, cn, true, 8, 0}));
     out.push_back(make_hopper_kernel({"ours.cluster", true, 32, cm, cn, true, 8, 0, "cooperative", false, 4}));
-  }
-  // 64 x 64 tiles (NOTES.md step 47), for decode: one warpgroup's rows, so a stage is 16 KB and 12 of them fit
-  // where 128 x 64 holds 8 of 24 KB: more bytes in flight per CTA, so that 45 CTAs (N = 2880) stream B at HBM's
-  // rate without split-K and its reduce kernel. With split-K as the rule chooses it, and without.
-  for (int split : {0, 1}) {
-    HopperConfig narrow{"ours.cluster", false, 64, 1, 1, true, 8, split};
-    narrow.block_m = 64;
-    out.push_back(make_hopper_kernel(narrow));
-    HopperConfig narrow_fp8{"ours.cluster", true, 64, 1, 1, true, 8, split, "cooperative", false, 4};
-    narrow_fp8.block_m = 64;
-    out.push_back(make_hopper_kernel(narrow_fp8));
   }
   // Stream-K for the last wave, on the clusters that win large shapes (2x1) and without a cluster.
   for (int bn : {256, 192, 128})

@@ -34,8 +34,7 @@ struct HopperConfig {
   // tolerance).
   int promotion_interval = 1;
   // Rows of a tile: 128, or 256 (bf16, cooperative, block_n 128: each consumer warpgroup 128 rows, two m64n128
-  // wgmmas per k-step, cuBLASLt's bf16 tile), or 64 (block_n 64, decode: one consumer warpgroup's rows, smaller
-  // stages, more of them); listed last so that positional initializers above stay valid.
+  // wgmmas per k-step, cuBLASLt's bf16 tile; listed last so that positional initializers above stay valid).
   int block_m = 128;
   // fp8 with promotion_interval > 1: the two consumer warpgroups promote half an interval apart, so that one
   // warpgroup's drain (wait for its wgmmas, add into fp32) falls while the other still has wgmmas queued.
