@@ -314,63 +314,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
         for (int h = 0; h < kSlices; ++h) fence_registers(acc[h]);
       };
-      // Narrow tiles (64 or fewer columns, one 64-row slice a warpgroup): a k-tile's wgmma group is shorter than the
-      // wait for it, so with one group in flight the mainloop runs at the pace of that round trip, not of the
-      // tensor pipe or of the loads (NOTES.md steps 47-48: decode's 32-64 k-tiles a CTA). These keep kSets - 1
-      // groups in flight, each writing its own accumulator set (the mainloop unrolled by kSets so that every set is
-      // a compile-time register array; one set shared by several groups in flight made ptxas serialize the
-      // wgmmas, C7515); the sets are added at the end, the k-tiles past whole rounds one at a time into set 0.
-      constexpr int kSets = !Fp8 && !PingPong && kSlices == 1 && BN <= 64 ? 4 : 1;
-      if constexpr (kSets > 1) {
-        float extra[kSets - 1][kAcc];
-#pragma unroll
-        for (int j = 0; j < kSets - 1; ++j)
-#pragma unroll
-          for (int i = 0; i < kAcc; ++i) extra[j][i] = 0.0f;
-        int pending[kSets - 1];   // stages of the groups in flight, oldest first (-1: none)
-#pragma unroll
-        for (int j = 0; j < kSets - 1; ++j) pending[j] = -1;
-        int kt = k_begin;
-        for (; kt + kSets <= k_end; kt += kSets) {
-#pragma unroll
-          for (int j = 0; j < kSets; ++j, ++it) {
-            float(&d)[kAcc] = j == 0 ? acc[0] : extra[j == 0 ? 0 : j - 1];
-            const int s = int(it % kStages);
-            mbar_wait(&full[s], (it / kStages) & 1);
-            wgmma_fence();
-            fence_registers(d);   // its last group was kSets groups ago: retired
-            issue(d, s, first_slice * 64, true);
-            wgmma_commit();
-            wgmma_wait<kSets - 1>();
-            if (pending[0] >= 0) release(pending[0]);
-#pragma unroll
-            for (int i = 0; i + 1 < kSets - 1; ++i) pending[i] = pending[i + 1];
-            pending[kSets - 2] = s;
-          }
-        }
-        wgmma_wait<0>();
-#pragma unroll
-        for (int j = 0; j < kSets - 1; ++j) {
-          fence_registers(extra[j]);
-          if (pending[j] >= 0) release(pending[j]);
-        }
-        fence_registers(acc[0]);
-        for (; kt < k_end; ++kt, ++it) {
-          const int s = int(it % kStages);
-          mbar_wait(&full[s], (it / kStages) & 1);
-          wgmma_fence();
-          fence_registers(acc[0]);
-          issue(acc[0], s, first_slice * 64, true);
-          wgmma_commit();
-          wgmma_wait<0>();
-          fence_registers(acc[0]);
-          release(s);
-        }
-#pragma unroll
-        for (int j = 0; j < kSets - 1; ++j)
-#pragma unroll
-          for (int i = 0; i < kAcc; ++i) acc[0][i] += extra[j][i];
-      } else if constexpr (!Fp8) {
+      if constexpr (!Fp8) {
         // bf16: the tensor cores accumulate in fp32. One k-tile's group stays in flight while the next is issued;
         // a stage is released as soon as the group that read it has retired.
         int previous_stage = -1;
