@@ -48,7 +48,6 @@
 #include "kernels/cuda/epilogue.cuh"
 #include "kernels/cuda/ours/hopper_params.hpp"
 #include "kernels/cuda/ours/hopper_ptx.cuh"
-#include "kernels/cuda/ours/splitk_finish.cuh"
 #include "kernels/cuda/ours/wgmma_ops.cuh"
 
 namespace aispflow::kernels::cuda::ours {
@@ -87,32 +86,6 @@ __device__ __forceinline__ int load_acquire(const int* flag) {
 __device__ __forceinline__ std::uint32_t pack_bf16x2(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<const std::uint32_t*>(&v);
-}
-
-// A reducer CTA of a split-K launch (HopperParams::reducers): output tiles reducer, reducer + reducers, ...; for each,
-// thread 0 waits until `expected` consumer warpgroups have stored their partial of it, then all threads finish it.
-template <int BM, int BN>
-__device__ void finish_split_k_tiles(const HopperParams& p, int reducer, int expected) {
-  const int tiles = p.batch * p.m_tiles * p.n_tiles;
-  auto* c = static_cast<__nv_bfloat16*>(p.c);
-  constexpr int kQuads = BN / 4;   // four outputs a step
-  for (int tile = reducer; tile < tiles; tile += p.reducers) {
-    if (threadIdx.x == 0) {
-      while (load_acquire(p.tile_splits_done + tile) < expected) {
-      }
-      p.tile_splits_done[tile] = 0;   // ready for the next launch (this one has no other reader of it)
-    }
-    __syncthreads();
-    const int batch = tile / (p.m_tiles * p.n_tiles), rest = tile % (p.m_tiles * p.n_tiles);
-    const int m0 = rest / p.n_tiles * BM, n0 = rest % p.n_tiles * BN;
-    const int rows = min(BM, p.m - m0);
-    for (int q = threadIdx.x; q < rows * kQuads; q += blockDim.x) {
-      const int col = n0 + 4 * (q % kQuads);
-      if (col >= p.n) continue;   // n is a multiple of 8: a quad is all in or all out
-      finish_split_k4(p, (std::int64_t(batch) * p.m + m0 + q / kQuads) * p.n + col,
-                      p.reduce_first_split_only ? 1 : p.splits, c);
-    }
-  }
 }
 
 template <bool Fp8, int BM, int BN, bool BMnMajor, bool PingPong, int PromoteEvery>
@@ -154,17 +127,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   // on decode's critical path: NOTES.md step 44).
   const bool second_idle = !PingPong && BM == 128 && p.a_box_rows > 0;
   const int readers = PingPong || second_idle ? 1 : 2;
-  // The last p.reducers CTAs finish the split-K tiles instead (each consumer warpgroup that runs a work item counts
-  // its partial: `readers` per split).
-  const int gemm_ctas = int(gridDim.x) - p.reducers;
-  if (int(blockIdx.x) >= gemm_ctas) {
-    finish_split_k_tiles<BM, BN>(p, int(blockIdx.x) - gemm_ctas, p.splits * readers);
-    return;
-  }
   const int rank = int(cluster_cta_rank());
   const int rank_m = rank % p.cluster_m, rank_n = rank / p.cluster_m;
   const int cluster_id = int(blockIdx.x) / cluster_size;
-  const int clusters = gemm_ctas / cluster_size;
+  const int clusters = int(gridDim.x) / cluster_size;
 
   // ---------------- producer (thread 0) ----------------
   // CTAs that share B (same columns: same rank_n) and those that share A (same rows: same rank_m).
@@ -573,12 +539,6 @@ __global__ void __launch_bounds__(kThreads, 1)
             tma_store_commit();
           }
         }
-      }
-      if (p.splits > 1 && p.reducers > 0) {
-        // This warpgroup's partial of the tile is stored: count it for the reducer CTA that finishes the tile.
-        __threadfence();
-        named_barrier(1 + wg, 128);
-        if (tid == 0) atomicAdd(p.tile_splits_done + (t.batch * p.m_tiles + t.cm) * p.n_tiles + t.cn, 1);
       }
     }
     if (lane == 0) tma_store_wait_all<0>();

@@ -23,7 +23,6 @@
 #include "kernels/cuda/epilogue.cuh"
 #include "kernels/cuda/ours/hopper_params.hpp"
 #include "kernels/cuda/ours/padded_operands.hpp"
-#include "kernels/cuda/ours/splitk_finish.cuh"
 
 namespace aispflow::kernels::cuda::ours {
 
@@ -48,14 +47,32 @@ HopperInstance hopper_instance(const HopperInstanceKey& key) {
 
 namespace {
 
-// Split-K second pass: sums the splits' fp32 partials, then the epilogue, bf16 out (where the GEMM's launch has no
-// spare SM for reducer CTAs).
+// Split-K second pass: sums the splits' fp32 partials, then the epilogue, bf16 out.
 __global__ void splitk_reduce_kernel(const HopperParams p, __nv_bfloat16* c) {
   const std::int64_t count = std::int64_t(p.batch) * p.m * p.n;
+  const float scale = (p.scale_a && p.scale_b) ? (*p.scale_a) * (*p.scale_b) : 1.0f;
+  const auto* bias = static_cast<const __nv_bfloat16*>(p.bias);
   // Four consecutive elements per step (n is a multiple of 8, so they share a row): 16-byte partial loads.
   for (std::int64_t i = 4 * (blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x); i < count;
-       i += 4 * std::int64_t(gridDim.x) * blockDim.x)
-    finish_split_k4(p, i, p.splits, c);
+       i += 4 * std::int64_t(gridDim.x) * blockDim.x) {
+    float4 sum = *reinterpret_cast<const float4*>(p.partials + i);
+    for (int s = 1; s < p.splits; ++s) {
+      const float4 x = *reinterpret_cast<const float4*>(p.partials + s * count + i);
+      sum.x += x.x;
+      sum.y += x.y;
+      sum.z += x.z;
+      sum.w += x.w;
+    }
+    const float in[4] = {sum.x, sum.y, sum.z, sum.w};
+    __align__(8) __nv_bfloat16 out[4];
+    for (int e = 0; e < 4; ++e) {
+      float v = scale * in[e];
+      if (p.epilogue != 0) v += __bfloat162float(bias[(i + e) % p.n]);
+      if (p.epilogue == 2) v = gelu_tanh_fast(v);
+      out[e] = __float2bfloat16_rn(v);
+    }
+    *reinterpret_cast<uint2*>(c + i) = *reinterpret_cast<const uint2*>(out);
+  }
 }
 
 PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
@@ -106,7 +123,6 @@ struct Plan {
   std::vector<void*> outputs;      // C per copy (the split-K reduce writes it)
   DeviceBuffer partials;
   DeviceBuffer sk_partials, sk_flags;
-  DeviceBuffer tile_splits_done;   // split-K's per-tile counts for the reducer CTAs
   std::unique_ptr<PaddedOperands> padded;   // what the kernel reads and writes: padded copies where rows are unaligned
 };
 
@@ -130,10 +146,7 @@ class HopperGemm final : public OurKernel {
                   config_.ping_pong()         ? "ping-pong: whole tiles in turn"
                   : config_.block_m == 256    ? "cooperative: 128 rows each"
                                                : "cooperative: 64 rows each",
-                  splits_that_run(c.shape) > 1
-                      ? (reducers_for(c.shape, mn) > 0 ? "fp32 partials, summed by reducer CTAs of the same launch"
-                                                   : "fp32 partials + reduce kernel")
-                      : "bf16 via swizzled smem + TMA store");
+                  splits_that_run(c.shape) > 1 ? "fp32 partials + reduce kernel" : "bf16 via swizzled smem + TMA store");
     std::string out = text + row_padding(c.shape, config_.fp8 ? 1 : 2, !mn).describe();
     if (trims_a_box(c.shape)) out += std::string("; ") + kATrimKernelNote + " (M <= 64)";
     if (config_.fp8)
@@ -235,16 +248,6 @@ class HopperGemm final : public OurKernel {
       clusters = small_grid > 0 ? resident : std::min(clusters, resident);
     }
     plan->ctas = clusters * cluster;
-    // Split-K's sum on the SMs the GEMM leaves idle (NOTES.md step 52): reducer CTAs in the same launch.
-    p.reducers = reducers_for(s, mn, plan->ctas);
-    if (p.reducers > 0) {
-      const std::size_t tiles = std::size_t(p.batch) * p.m_tiles * p.n_tiles;
-      plan->tile_splits_done = DeviceBuffer(tiles * sizeof(int));
-      AISPFLOW_CUDA_CHECK(cudaMemset(plan->tile_splits_done.get(), 0, plan->tile_splits_done.bytes()));
-      p.tile_splits_done = plan->tile_splits_done.as<int>();
-      p.reduce_first_split_only = KernelSabotage::active(KernelSabotage::What::skip_split_k_share) ? 1 : 0;
-      plan->ctas += p.reducers;
-    }
     if (config_.stream_k && !config_.ping_pong() && p.splits == 1 && config_.persistent) {
       p.sk_tiles = small_grid > 0 ? small_grid
                                   : stream_k_tiles(p.total_work, clusters, p.k_tiles, config_.block_m, config_.block_n);
@@ -284,10 +287,9 @@ class HopperGemm final : public OurKernel {
       args.b = &plan->maps[std::size_t(copy) * 3 + 1];
       args.c = &plan->maps[std::size_t(copy) * 3 + 2];
       args.params = plan->params;
-      args.params.c = plan->outputs[std::size_t(copy)];
       args.ctas = plan->ctas;
       plan->instance.launch(args, stream);
-      if (plan->params.splits > 1 && plan->params.reducers == 0) {
+      if (plan->params.splits > 1) {
         const std::int64_t count = std::int64_t(plan->params.batch) * plan->params.m * plan->params.n;
         const unsigned blocks = unsigned(std::min<std::int64_t>(ceil_div(count, 4 * 256), 132 * 8));
         splitk_reduce_kernel<<<blocks, 256, 0, stream>>>(plan->params,
@@ -374,19 +376,6 @@ class HopperGemm final : public OurKernel {
     return config_.fp8 && config_.staggered_promotion ? config_.promotion_interval / 2 : 0;
   }
 
-  // Reducer CTAs for split-K (HopperParams::reducers): one per output tile, at most as many as the co-resident
-  // slots the GEMM's CTAs leave free (all of them must be resident at once: a reducer waits for GEMM CTAs). Lone
-  // CTAs only (a reducer is a cluster of one). `gemm_ctas`: the GEMM's grid, or -1 to work it out for the shape.
-  int reducers_for(const GemmShape& s, bool b_mn_major, int gemm_ctas = -1) const {
-    const int splits = splits_that_run(s);
-    if (splits <= 1 || !config_.persistent || config_.cluster_m * config_.cluster_n != 1) return 0;
-    const int resident = co_resident_clusters(b_mn_major);
-    if (resident <= 0) return 0;
-    const std::int64_t tiles = s.batch * ceil_div(s.m, config_.block_m) * ceil_div(s.n, config_.block_n);
-    if (gemm_ctas < 0) gemm_ctas = int(std::min<std::int64_t>(tiles * splits, resident));
-    return int(std::max<std::int64_t>(0, std::min<std::int64_t>(tiles, resident - gemm_ctas)));
-  }
-
   // The splits that run: every split takes ceil(k_tiles / requested) k-tiles, so fewer splits may be needed
   // than requested (K = 2880 is 45 k-tiles: 11 requested give 5 per split, i.e. 9 splits). The record's
   // `kernel` names these, not the request.
@@ -410,7 +399,7 @@ std::string HopperConfig::name() const {
 }
 
 namespace {
-std::atomic<int> g_sabotage[3]{0, 0, 0};   // live hooks per KernelSabotage::What
+std::atomic<int> g_sabotage[2]{0, 0};   // live hooks per KernelSabotage::What
 }  // namespace
 KernelSabotage::KernelSabotage(What what) : what_(what) { ++g_sabotage[int(what)]; }
 KernelSabotage::~KernelSabotage() { --g_sabotage[int(what_)]; }

@@ -54,11 +54,10 @@ std::unique_ptr<OurKernel> make_hopper_kernel(const HopperConfig& config);
 // must reject (tests/gpu/test_hopper_kernels.cpp):
 //   skip_stream_k_fix_up: a stream-K tile's owner stores only its own k-range;
 //   trim_live_rows_of_a:  a stage loads A's first 64 rows even where M > 64 makes rows 64-127 live (the trim of
-//                         NOTES.md step 26 applied where it is wrong: consumer warpgroup 1 reads stale rows);
-//   skip_split_k_share:   the reducer CTAs of a split-K launch add split 0 alone.
+//                         NOTES.md step 26 applied where it is wrong: consumer warpgroup 1 reads stale rows).
 class KernelSabotage {
  public:
-  enum class What { skip_stream_k_fix_up, trim_live_rows_of_a, skip_split_k_share };
+  enum class What { skip_stream_k_fix_up, trim_live_rows_of_a };
   explicit KernelSabotage(What what);
   ~KernelSabotage();
   KernelSabotage(const KernelSabotage&) = delete;

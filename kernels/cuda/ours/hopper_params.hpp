@@ -43,15 +43,6 @@ struct HopperParams {
   // past M in every tile, so it computes and stores nothing (the stage barriers count one reader). In a 1x2
   // cluster each CTA loads a_box_rows / 2 of them and multicasts them.
   int a_box_rows = 0;
-  // Split-K finished in the GEMM's own launch (NOTES.md step 52): the last `reducers` CTAs of the grid take no
-  // work item; each waits for the splits of its output tiles (tile_splits_done[tile] counts the consumer
-  // warpgroups that stored a partial of it) and finishes them: the sum in split order, the epilogue, bf16 out to
-  // `c`. They run on SMs the GEMM leaves idle, so no kernel boundary separates the splits from their sum.
-  // 0: the separate reduce kernel.
-  int reducers = 0;
-  int* tile_splits_done = nullptr;    // [batch][m_tiles][n_tiles], zero between launches (the reducers reset it)
-  void* c = nullptr;                  // bf16 [batch][m][n]
-  int reduce_first_split_only = 0;    // test hook (KernelSabotage): the reducers add split 0 alone
 };
 
 struct HopperLaunchArgs {
