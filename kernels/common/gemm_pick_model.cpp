@@ -85,7 +85,7 @@ nlohmann::json to_json(const PickConstants& c) {
 // h100_pick_evidence_runs() (gemm_pick_fit.cpp): the 55 records of issue22/run-c72b87c (cluster_gemm,
 // kernel_selector and unaligned), step 44's kernel. That kernel sits the second consumer warpgroup out at M <= 64
 // and adds the 128 x 32 tile, whose rate (tile_efficiency_32) was set on those records with every other constant
-// kept: full re-fits there (seeds 11 and 12, penalties 20 and 50) picked within 3 % on 47-48 of the 55, these
+// kept: full re-fits there (seeds 11, 12, 13, 17; penalties 20, 50) picked within 3 % on 47-48 of the 55, these
 // constants on 50. The misses, listed in the test: cluster_gemm's 2048^3 bf16 plain and with bias + GELU (0.962 /
 // 0.958) and unaligned.yaml's 1000 x 1000 x 1001-1008 (0.964-0.968). Held out: the first run of the same kernel
 // (heldout-c72b87c) picks within 3 % on 52 of its 55 (41 of 43 on the two workflows; worst 0.947). The fit has

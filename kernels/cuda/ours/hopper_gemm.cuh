@@ -263,8 +263,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       // The tile's bias, loaded now so that the mainloop hides the loads' latency: in every warp, lane l holds the
       // bf16 pair of columns 2 l and 2 l + 1 of each chunk c (one register per chunk; a 32-column chunk uses lanes
-      // 0-15), and the epilogue shuffles each pair to the lanes that need it. Loaded in the epilogue, the bias cost a global
-      // load's latency per chunk: a third of the 4096^3 kernel's epilogue with a bias (NOTES.md step 42).
+      // 0-15), and the epilogue shuffles each pair to the lanes that need it. Loaded in the epilogue, the bias cost
+      // a global load's latency per chunk: a third of the 4096^3 kernel's epilogue with a bias (NOTES.md step 42).
       // (fp8 at 192 columns, whose promotion keeps a second accumulator set, has no registers to spare: 24 bytes
       // spilled. It loads the pairs when the mainloop is done, one latency a tile instead of one a chunk.)
       constexpr bool kBiasEarly = !(Fp8 && BN > 128);
