@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
 #include <set>
 
 #ifndef AISPFLOW_HAS_CUDA
@@ -255,6 +259,36 @@ TEST_F(HopperGpu, StreamKIsExactAndAMissingFixUpIsCaught) {
   }
   EXPECT_GT(engaged - small_grid, 0) << "no stream-K configuration shared the last wave on these shapes";
   EXPECT_GT(small_grid, 0) << "no stream-K configuration shared a small grid on these shapes";
+}
+
+// The launch guard (hopper_gemm.cuh): a cluster configuration launched with clusters of one CTA would wait forever
+// for peers that do not exist (NOTES.md step 41: the first run of split-K over the cluster hung); the kernel traps
+// instead, and the launch fails with an error. In a child process, since a trap leaves the CUDA context unusable.
+// Without the guard the child sees the kernel still running after 10 s and exits with another code.
+TEST_F(HopperGpu, AClusterLaunchWithoutItsClusterTrapsInsteadOfHanging) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");   // the child re-runs the test: a fresh CUDA context
+  const GemmCase c{shape_of(512, 1024, 512), "bf16", "nt", "none"};
+  const auto kernels = ours::cluster_kernels();
+  const auto pair = std::find_if(kernels.begin(), kernels.end(), [&](const auto& k) {
+    return k->config()["cluster"] == nlohmann::json::array({2, 1}) && !k->unsupported(c);
+  });
+  ASSERT_NE(pair, kernels.end());
+  SCOPED_TRACE((*pair)->identity(c));
+  EXPECT_EXIT(
+      {
+        GemmProblem problem(c.shape, *lt_dtype(c.dtype), 3, context_->stream(), 1, GemmVariant::of(c));
+        AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(context_->stream()));
+        ours::KernelSabotage hook(ours::KernelSabotage::What::launch_without_cluster);
+        (*pair)->bind(problem)(context_->stream(), 0);
+        cudaError_t state = cudaStreamQuery(context_->stream());
+        for (int i = 0; i < 1000 && state == cudaErrorNotReady; ++i) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          state = cudaStreamQuery(context_->stream());
+        }
+        std::fprintf(stderr, "launch: %s\n", cudaGetErrorString(state));
+        std::_Exit(state == cudaErrorNotReady ? 4 : state == cudaSuccess ? 0 : 3);
+      },
+      ::testing::ExitedWithCode(3), "launch: ");
 }
 
 // The A-box trim (NOTES.md step 26) is right only where rows 64-127 of the tile lie past M. Applied where they are

@@ -101,12 +101,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr int kASlab = BM * kRowBytes;               // A bytes per stage
   constexpr int kBSlab = BN * kRowBytes;               // B bytes per stage
   constexpr int kAcc = BN / 2;                         // accumulators per consumer thread
-  // Epilogue chunks: 64 columns (128-byte rows, 128-byte swizzle), or the whole tile where it is narrower (128 x 32:
-  // 64-byte rows, 64-byte swizzle; the host's C map matches, hopper_kernels.cu).
-  constexpr int kCols = BN < kChunkCols ? BN : kChunkCols;
+  constexpr int kCols = epilogue_chunk_cols(BN);       // epilogue chunk: the host's C map stores boxes of it
   constexpr int kChunks = BN / kCols;
   constexpr int kCRowBytes = kCols * 2;
   static_assert(BN % kCols == 0 && (kCols == 64 || kCols == 32), "epilogue chunk: 64 or 32 columns");
+  static_assert(!BMnMajor || BN % 64 == 0, "MN-major B is loaded in boxes of 64 columns");
 
   extern __shared__ std::uint8_t smem_raw[];
   // 128-byte swizzled tiles must start on 1024-byte boundaries; every CTA computes the same offset, which the
@@ -585,7 +584,8 @@ HopperInstance hopper_instance_of() {
     cfg.stream = stream;
     cudaLaunchAttribute attr{};
     attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = unsigned(args.params.cluster_m * args.params.cluster_n);
+    attr.val.clusterDim.x = unsigned(args.cluster_ctas_override > 0 ? args.cluster_ctas_override
+                                                                     : args.params.cluster_m * args.params.cluster_n);
     attr.val.clusterDim.y = 1;
     attr.val.clusterDim.z = 1;
     cfg.attrs = &attr;

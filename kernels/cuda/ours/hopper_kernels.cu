@@ -123,6 +123,7 @@ struct Plan {
   std::vector<void*> outputs;      // C per copy (the split-K reduce writes it)
   DeviceBuffer partials;
   DeviceBuffer sk_partials, sk_flags;
+  int cluster_ctas_override = 0;   // KernelSabotage::What::launch_without_cluster
   std::unique_ptr<PaddedOperands> padded;   // what the kernel reads and writes: padded copies where rows are unaligned
 };
 
@@ -228,6 +229,7 @@ class HopperGemm final : public OurKernel {
     const bool trim_a = trims_a_box(s) || (KernelSabotage::active(KernelSabotage::What::trim_live_rows_of_a) &&
                                             a_box_trim_capable(config_.block_m, config_.ping_pong()));
     p.a_box_rows = trim_a ? 64 : 0;
+    if (KernelSabotage::active(KernelSabotage::What::launch_without_cluster)) plan->cluster_ctas_override = 1;
     if (config_.fp8) {
       p.scale_a = problem.device_scale_a();
       p.scale_b = problem.device_scale_b();
@@ -274,7 +276,7 @@ class HopperGemm final : public OurKernel {
         plan->maps.push_back(
             tensor_map(ops.b(copy), ab, ab_bytes, pad.k, s.n, s.batch, bk, config_.block_n / p.cluster_m));
       // C: the epilogue's chunks (hopper_gemm.cuh): 64 columns, or 32 for a 128 x 32 tile.
-      const int chunk_cols = std::min(config_.block_n, kChunkCols);
+      const int chunk_cols = epilogue_chunk_cols(config_.block_n);
       plan->maps.push_back(tensor_map(ops.c(copy), CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, pad.n, s.m, s.batch, chunk_cols,
                                       kStoreRows,
                                       chunk_cols == 64 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B));
@@ -288,6 +290,7 @@ class HopperGemm final : public OurKernel {
       args.c = &plan->maps[std::size_t(copy) * 3 + 2];
       args.params = plan->params;
       args.ctas = plan->ctas;
+      args.cluster_ctas_override = plan->cluster_ctas_override;
       plan->instance.launch(args, stream);
       if (plan->params.splits > 1) {
         const std::int64_t count = std::int64_t(plan->params.batch) * plan->params.m * plan->params.n;
@@ -399,7 +402,7 @@ std::string HopperConfig::name() const {
 }
 
 namespace {
-std::atomic<int> g_sabotage[2]{0, 0};   // live hooks per KernelSabotage::What
+std::atomic<int> g_sabotage[3]{0, 0, 0};   // live hooks per KernelSabotage::What
 }  // namespace
 KernelSabotage::KernelSabotage(What what) : what_(what) { ++g_sabotage[int(what)]; }
 KernelSabotage::~KernelSabotage() { --g_sabotage[int(what_)]; }

@@ -53,11 +53,13 @@ std::unique_ptr<OurKernel> make_hopper_kernel(const HopperConfig& config);
 // Test hook: while one is alive, launches bound from then on are broken on purpose, in a way the verification
 // must reject (tests/gpu/test_hopper_kernels.cpp):
 //   skip_stream_k_fix_up: a stream-K tile's owner stores only its own k-range;
+//   launch_without_cluster: a cluster configuration is launched with clusters of one CTA (the kernel must trap
+//                         rather than wait for peers that do not exist);
 //   trim_live_rows_of_a:  a stage loads A's first 64 rows even where M > 64 makes rows 64-127 live (the trim of
 //                         NOTES.md step 26 applied where it is wrong: consumer warpgroup 1 reads stale rows).
 class KernelSabotage {
  public:
-  enum class What { skip_stream_k_fix_up, trim_live_rows_of_a };
+  enum class What { skip_stream_k_fix_up, trim_live_rows_of_a, launch_without_cluster };
   explicit KernelSabotage(What what);
   ~KernelSabotage();
   KernelSabotage(const KernelSabotage&) = delete;

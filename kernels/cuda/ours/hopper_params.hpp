@@ -14,6 +14,10 @@ constexpr int kThreads = 384;         // producer + 2 consumer warpgroups
 constexpr int kChunkCols = 64;        // epilogue chunk: 64 x 64 bf16 = one 128-byte-swizzled 8 KB tile
 constexpr int kChunkBytes = 64 * kChunkCols * 2;
 constexpr int kStoreRows = 16;        // rows of C one TMA store writes: one warp's rows of a chunk
+// Columns of an epilogue chunk for a tile block_n wide: 64 (128-byte rows, 128-byte swizzle), or the whole tile where
+// it is narrower (128 x 32: 64-byte rows, 64-byte swizzle). The kernel packs chunks of this width and the host's C
+// tensor map stores boxes of it.
+constexpr int epilogue_chunk_cols(int block_n) { return block_n < kChunkCols ? block_n : kChunkCols; }
 constexpr int kSmemLimit = 232448;    // 227 KB: the most one Hopper CTA can have
 
 // Runtime parameters of one launch.
@@ -51,6 +55,9 @@ struct HopperLaunchArgs {
   const CUtensorMap* c = nullptr;
   HopperParams params;
   int ctas = 0;                       // grid size: a multiple of the cluster size
+  // Test hook (KernelSabotage::What::launch_without_cluster): launch with clusters of one CTA whatever the
+  // parameters say, the launch the kernel's guard must stop (NOTES.md step 41). 0: the parameters' cluster.
+  int cluster_ctas_override = 0;
 };
 
 // One compiled instance (dtype x BM x BN x B's major mode x schedule).
