@@ -279,14 +279,24 @@ TEST_F(HopperGpu, AClusterLaunchWithoutItsClusterTrapsInsteadOfHanging) {
         GemmProblem problem(c.shape, *lt_dtype(c.dtype), 3, context_->stream(), 1, GemmVariant::of(c));
         AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(context_->stream()));
         ours::KernelSabotage hook(ours::KernelSabotage::What::launch_without_cluster);
-        (*pair)->bind(problem)(context_->stream(), 0);
-        cudaError_t state = cudaStreamQuery(context_->stream());
-        for (int i = 0; i < 1000 && state == cudaErrorNotReady; ++i) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(10));
-          state = cudaStreamQuery(context_->stream());
+        // The trap surfaces either in the stream's state or, where the launch goes on to a second kernel (split-K's
+        // reduce), as that launch's error check throwing: both must be the trap's error (cudaErrorLaunchFailure).
+        const std::string trapped = cudaGetErrorString(cudaErrorLaunchFailure);
+        std::string outcome;
+        try {
+          (*pair)->bind(problem)(context_->stream(), 0);
+          cudaError_t state = cudaStreamQuery(context_->stream());
+          for (int i = 0; i < 1000 && state == cudaErrorNotReady; ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            state = cudaStreamQuery(context_->stream());
+          }
+          if (state == cudaErrorNotReady) std::_Exit(4);   // still running after 10 s: the guard did not fire
+          outcome = cudaGetErrorString(state);
+        } catch (const std::exception& e) {
+          outcome = e.what();
         }
-        std::fprintf(stderr, "launch: %s\n", cudaGetErrorString(state));
-        std::_Exit(state == cudaErrorNotReady ? 4 : state == cudaSuccess ? 0 : 3);
+        std::fprintf(stderr, "launch: %s\n", outcome.c_str());
+        std::_Exit(outcome.find(trapped) != std::string::npos ? 3 : 5);
       },
       ::testing::ExitedWithCode(3), "launch: ");
 }
