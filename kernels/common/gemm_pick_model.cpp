@@ -14,13 +14,10 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 constexpr double kSlabBytes = 128.0 * 128.0;    // one operand slab: 128 rows x 128 bytes of K
 constexpr double kUnitArea = 128.0 * 256.0;     // the time unit's tile: 128 x 256
 
-// Math rate of a tile relative to 128x256 (1): by width, the fitted 192 and 128, linear in between; 144, 160, 64 and
-// 32 have constants of their own (144 and 160 have fewer stages and narrower epilogue chunks than a line between
-// 128 and 192 knows of), and so has the 256-row tile.
+// Math rate of a tile relative to 128x256 (1): by width, the fitted 192 and 128, linear in between; 64 and 32 have
+// constants of their own (the kernel has no other widths today), and so has the 256-row tile.
 double tile_efficiency(int block_m, int block_n, const PickConstants& c) {
   if (block_m >= 256) return c.tile_efficiency_256x128;
-  if (block_n == 144) return c.tile_efficiency_144;
-  if (block_n == 160) return c.tile_efficiency_160;
   if (block_n >= 256) return 1.0;
   if (block_n >= 192) return c.tile_efficiency_192 + (1.0 - c.tile_efficiency_192) * (block_n - 192) / 64.0;
   if (block_n >= 128)
@@ -43,8 +40,6 @@ const std::vector<PickConstantRef>& pick_constant_refs() {
       {"tile_efficiency_128", &PickConstants::tile_efficiency_128, 0.5, 1.2, "math rate of 128x128 vs 128x256"},
       {"tile_efficiency_64", &PickConstants::tile_efficiency_64, 0.3, 1.2, "math rate of 128x64 vs 128x256"},
       {"tile_efficiency_32", &PickConstants::tile_efficiency_32, 0.15, 1.2, "math rate of 128x32 vs 128x256"},
-      {"tile_efficiency_144", &PickConstants::tile_efficiency_144, 0.3, 1.2, "math rate of 128x144 vs 128x256"},
-      {"tile_efficiency_160", &PickConstants::tile_efficiency_160, 0.3, 1.2, "math rate of 128x160 vs 128x256"},
       {"tile_efficiency_256x128", &PickConstants::tile_efficiency_256x128, 0.5, 1.2, "math rate of 256x128 vs 128x256"},
       {"pingpong_efficiency", &PickConstants::pingpong_efficiency, 0.5, 1.5,
        "math rate of a ping-pong tile vs a cooperative one of its size"},

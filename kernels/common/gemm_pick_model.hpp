@@ -46,8 +46,6 @@ struct PickConstants {
   double tile_efficiency_128 = 1;   // ... of a 128x128 tile
   double tile_efficiency_64 = 1;    // ... of a 128x64 tile (decode)
   double tile_efficiency_32 = 0;    // ... of a 128x32 tile (decode without split-K); 0 = unfitted (never picked)
-  double tile_efficiency_144 = 0;   // ... of a 128x144 tile (N = 2880, 5760); 0 = unfitted (never picked)
-  double tile_efficiency_160 = 0;   // ... of a 128x160 tile (N = 5120); 0 = unfitted (never picked)
   double tile_efficiency_256x128 = 1;   // ... of a 256x128 tile (two m64n128 wgmmas per consumer and k-step)
   double pingpong_efficiency = 1;   // math rate of a ping-pong tile relative to a cooperative one of its size
   double promote4_efficiency = 1;   // math rate of fp8 promoting every 4 k-tiles relative to every k-tile

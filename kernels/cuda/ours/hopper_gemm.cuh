@@ -12,8 +12,8 @@
 //     64-row slice; fp32 accumulators in registers), one k-tile's group in flight while the next is issued, and
 //     releases a stage as soon as the group that read it has retired. The epilogue scales, adds the bias (held in
 //     registers from the tile's start), applies GELU, converts to bf16, writes 64 x 64 chunks into 128-byte-swizzled
-//     shared memory (bank-conflict free; 64 x 32 chunks, 64-byte-swizzled, for BN = 32 and 160, 64 x 16 chunks,
-//     32-byte-swizzled, for BN = 144), and each warp TMA-stores its own 16 rows of a chunk. At M <= 64 (decode) the second consumer's rows lie past M: it sits out.
+//     shared memory (bank-conflict free; 64 x 32 chunks, 64-byte-swizzled, for BN = 32), and each warp TMA-stores
+//     its own 16 rows of a chunk. At M <= 64 (decode) the second consumer's rows lie past M: it sits out.
 // Register budget: setmaxnreg gives the producer 56 registers and each consumer thread 224 (BM x BN / 256
 // accumulators: 128 for 128x256 and 256x128, whose two m64n128 wgmmas per k-step are cuBLASLt's bf16 shape).
 //
@@ -104,7 +104,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr int kCols = epilogue_chunk_cols(BN);       // epilogue chunk: the host's C map stores boxes of it
   constexpr int kChunks = BN / kCols;
   constexpr int kCRowBytes = kCols * 2;
-  static_assert(BN % kCols == 0 && (kCols == 64 || kCols == 32 || kCols == 16), "epilogue chunk: 64, 32 or 16 columns");
+  static_assert(BN % kCols == 0 && (kCols == 64 || kCols == 32), "epilogue chunk: 64 or 32 columns");
   static_assert(!BMnMajor || BN % 64 == 0, "MN-major B is loaded in boxes of 64 columns");
 
   extern __shared__ std::uint8_t smem_raw[];
@@ -499,9 +499,9 @@ __global__ void __launch_bounds__(kThreads, 1)
           // accumulators already hold in stmatrix's layout (register 4j + 2h, 4j + 2h + 1: row l/4, columns
           // 2 (l % 4) and + 1): one stmatrix.x4 per two groups instead of four 4-byte stores each (NOTES.md step
           // 33). Each lane gives one matrix row's address: matrix l/8 of the four, its row l % 8. The 16-byte groups
-          // of a row are swizzled as the TMA store expects (address bits 4-6 XOR bits 7-9, fewer for narrower
-          // swizzles): 128-byte rows by the row's index mod 8, 64-byte rows by bits 1-2 of it, 32-byte rows by bit
-          // 2 (the pattern repeats every 1024, 512 and 256 bytes, and every warp's rows start on such a boundary).
+          // of a row are swizzled as the TMA store expects: 128-byte rows by the row's index mod 8, 64-byte rows by
+          // bits 1-2 of it (the pattern repeats every 1024 and 512 bytes, and every warp's rows start on such a
+          // boundary).
           const std::uint32_t buf_addr = smem_addr(buf);
           // GELU or not is decided once per chunk, outside the element loop: tested per element pair (a branch
           // around each pair's GELU), the chunk compiled into 16 small blocks the scheduler could not interleave,
@@ -523,9 +523,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 packed[m] = pack_bf16x2(v0, v1);
               }
               const int m = lane / 8, jj = 2 * q + m / 2, r = warp * 16 + 8 * (m % 2) + lane % 8;
-              const int swizzled = kCRowBytes == 128  ? jj ^ (r & 7)
-                                   : kCRowBytes == 64 ? jj ^ ((r >> 1) & 3)
-                                                      : jj ^ ((r >> 2) & 1);
+              const int swizzled = kCRowBytes == 128 ? jj ^ (r & 7) : jj ^ ((r >> 1) & 3);
               stmatrix_x4(buf_addr + r * kCRowBytes + (swizzled << 4), packed);
             }
           };

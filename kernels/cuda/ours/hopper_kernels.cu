@@ -29,14 +29,10 @@ namespace aispflow::kernels::cuda::ours {
 HopperInstance hopper_instance_bf16_kmajor(int block_m, int block_n, bool ping_pong);
 HopperInstance hopper_instance_bf16_mnmajor(int block_m, int block_n, bool ping_pong);
 HopperInstance hopper_instance_fp8(int block_n, int promote_every);
-HopperInstance hopper_instance_n144_n160(bool fp8, int block_n, int promote_every);
 
 HopperInstance hopper_instance(const HopperInstanceKey& key) {
   HopperInstance inst;
-  if (key.block_n == 144 || key.block_n == 160) {
-    if (key.block_m == 128 && !key.ping_pong && !key.b_mn_major)
-      inst = hopper_instance_n144_n160(key.fp8, key.block_n, key.promote_every);
-  } else if (key.fp8) {
+  if (key.fp8) {
     if (!key.ping_pong && key.block_m == 128) inst = hopper_instance_fp8(key.block_n, key.promote_every);
   } else {
     inst = key.b_mn_major ? hopper_instance_bf16_mnmajor(key.block_m, key.block_n, key.ping_pong)
@@ -92,7 +88,7 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 }
 
 // A 3-D (inner, outer, batch) row-major tensor with swizzled boxes of box_inner x box_outer (128-byte swizzle, or
-// 64- and 32-byte for the C chunks of 32 and 16 columns).
+// 64-byte for the 32-column C chunks of a 128 x 32 tile).
 CUtensorMap tensor_map(const void* base, CUtensorMapDataType type, int elem_bytes, std::int64_t inner,
                        std::int64_t outer, std::int64_t batch, int box_inner, int box_outer,
                        CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_128B) {
@@ -192,9 +188,8 @@ class HopperGemm final : public OurKernel {
     if (s.m > (1LL << 31) - 1 || s.n > (1LL << 31) - 1 || s.k > (1LL << 31) - 1) return std::string("dimension above 2^31");
     if (config_.cluster_m * config_.cluster_n > 1 && !config_.persistent)
       return std::string("clusters are only built persistent");   // a configuration error, never reached
-    // MN-major B is loaded in boxes of 64 columns (128 bytes, the swizzle's row): a tile of 32, 144 or 160 columns
-    // is not made of them.
-    if (config_.block_n % 64 != 0 && c.layout == "nn" && !config_.fp8)
+    // MN-major B is loaded in boxes of 64 columns (128 bytes, the swizzle's row): a 32-column tile has none.
+    if (config_.block_n < 64 && c.layout == "nn" && !config_.fp8)
       return config_.family + " " + config_.name() + " reads B K-major only (layout nt); layout nn loads B in 64-column boxes";
     return std::nullopt;
   }
@@ -280,13 +275,11 @@ class HopperGemm final : public OurKernel {
       else      // B row-major N x K: boxes of bk x (block_n / cluster_m) rows
         plan->maps.push_back(
             tensor_map(ops.b(copy), ab, ab_bytes, pad.k, s.n, s.batch, bk, config_.block_n / p.cluster_m));
-      // C: the epilogue's chunks (hopper_gemm.cuh): 64, 32 or 16 columns, swizzled as wide as a chunk's row.
+      // C: the epilogue's chunks (hopper_gemm.cuh): 64 columns, or 32 for a 128 x 32 tile.
       const int chunk_cols = epilogue_chunk_cols(config_.block_n);
       plan->maps.push_back(tensor_map(ops.c(copy), CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, pad.n, s.m, s.batch, chunk_cols,
                                       kStoreRows,
-                                      chunk_cols == 64   ? CU_TENSOR_MAP_SWIZZLE_128B
-                                      : chunk_cols == 32 ? CU_TENSOR_MAP_SWIZZLE_64B
-                                                         : CU_TENSOR_MAP_SWIZZLE_32B));
+                                      chunk_cols == 64 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B));
       plan->outputs.push_back(ops.c(copy));
     }
     return [plan](cudaStream_t stream, int copy) {
@@ -484,18 +477,6 @@ std::vector<std::unique_ptr<OurKernel>> cluster_kernels() {
   for (auto [cm, cn] : {std::pair{1, 1}, std::pair{1, 2}}) {
     out.push_back(make_hopper_kernel({"ours.cluster", false, 32, cm, cn, true, 8, 0}));
     out.push_back(make_hopper_kernel({"ours.cluster", true, 32, cm, cn, true, 8, 0, "cooperative", false, 4}));
-  }
-  // 128 x 144 and 128 x 160 tiles (NOTES.md step 53): the widths cuBLASLt runs at N = 2880 / 5760 and 5120, which
-  // they divide, where 256 and 192 leave the last column of tiles part empty or the last wave short. B K-major
-  // (layout nt; fp8 is always K-major). bf16 alone, in 2x1 pairs (B shared) and with stream-K; fp8 promote4 and
-  // promote8.
-  for (int bn : {144, 160}) {
-    for (auto [cm, cn] : {std::pair{2, 1}, std::pair{1, 1}}) {
-      out.push_back(make_hopper_kernel({"ours.cluster", false, bn, cm, cn, true, 8, 0}));
-      out.push_back(make_hopper_kernel({"ours.cluster", true, bn, cm, cn, true, 8, 0, "cooperative", false, 4}));
-    }
-    out.push_back(make_hopper_kernel({"ours.cluster", false, bn, 2, 1, true, 8, 0, "cooperative", true}));
-    out.push_back(make_hopper_kernel({"ours.cluster", true, bn, 2, 1, true, 8, 0, "cooperative", false, 8}));
   }
   // Stream-K for the last wave, on the clusters that win large shapes (2x1) and without a cluster.
   for (int bn : {256, 192, 128})

@@ -14,12 +14,10 @@ constexpr int kThreads = 384;         // producer + 2 consumer warpgroups
 constexpr int kChunkCols = 64;        // epilogue chunk: 64 x 64 bf16 = one 128-byte-swizzled 8 KB tile
 constexpr int kChunkBytes = 64 * kChunkCols * 2;
 constexpr int kStoreRows = 16;        // rows of C one TMA store writes: one warp's rows of a chunk
-// Columns of an epilogue chunk for a tile block_n wide: the widest of 64, 32 and 16 that divides it (128-, 64- or
-// 32-byte rows, each with the TMA swizzle of its row's width): 64 for 128 x {64, 128, 192, 256}, 32 for 128 x 32 and
-// 128 x 160, 16 for 128 x 144. The kernel packs chunks of this width and the host's C tensor map stores boxes of it.
-constexpr int epilogue_chunk_cols(int block_n) {
-  return block_n % 64 == 0 ? 64 : block_n % 32 == 0 ? 32 : 16;
-}
+// Columns of an epilogue chunk for a tile block_n wide: 64 (128-byte rows, 128-byte swizzle), or the whole tile where
+// it is narrower (128 x 32: 64-byte rows, 64-byte swizzle). The kernel packs chunks of this width and the host's C
+// tensor map stores boxes of it.
+constexpr int epilogue_chunk_cols(int block_n) { return block_n < kChunkCols ? block_n : kChunkCols; }
 constexpr int kSmemLimit = 232448;    // 227 KB: the most one Hopper CTA can have
 
 // Runtime parameters of one launch.
