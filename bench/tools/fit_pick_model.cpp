@@ -1,6 +1,7 @@
 // The ours.cluster default-pick model (kernels/common/gemm_pick_model.hpp) against autotune evidence:
 //
-//   fit_pick_model [--fit] [--loo] [--robust] [--penalty X] [--restarts N] [--seed S] [PATH...]
+//   fit_pick_model [--fit] [--loo] [--robust] [--scan NAME LO HI STEPS] [--penalty X] [--restarts N] [--seed S]
+//                  [PATH...]
 //                  PATH: a record file or a directory (default: h100_pick_evidence_runs() under
 //                  bench/results/h100, the records of the kernel the constants pick for); --penalty, --restarts and
 //                  --seed set the fit's FitOptions (gemm_pick_fit.hpp: the pick penalty per record, the random
@@ -11,7 +12,8 @@
 // the evidence and prints them (paste them into h100_pick_constants()) with the table again; --loo fits once
 // per record without it and reports that record's pick (how well the model predicts a shape it has not seen);
 // --robust says how many picks hold when one constant moves by a little (constants are printed with 17 digits:
-// a pick that sits on a near-tie flips with the 8th).
+// a pick that sits on a near-tie flips with the 8th); --scan moves one constant over a range, the others held, and
+// counts the picks within 3 % at each value (how a new term, unfitted at 0, would change the picks).
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -87,9 +89,12 @@ int main(int argc, char** argv) {
   bool fit = false, loo = false, robust = false;
   FitOptions options;
   std::vector<std::string> paths;
+  std::string scan_name;   // --scan NAME LO HI STEPS: the picks within 3 % as one constant moves, the others held
+  double scan_lo = 0, scan_hi = 0;
+  int scan_steps = 0;
   auto usage = [&] {
     std::fprintf(stderr,
-                 "usage: %s [--fit] [--loo] [--robust] [--penalty X] [--restarts N] [--seed S] "
+                 "usage: %s [--fit] [--loo] [--robust] [--scan NAME LO HI STEPS] [--penalty X] [--restarts N] [--seed S] "
                  "[record file or directory...]\n",
                  argv[0]);
     return 2;
@@ -102,6 +107,12 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--seed") && has_value) options.seed = unsigned(std::stoul(argv[++i]));
     else if (!std::strcmp(argv[i], "--loo")) loo = true;
     else if (!std::strcmp(argv[i], "--robust")) robust = true;
+    else if (!std::strcmp(argv[i], "--scan") && i + 4 < argc) {
+      scan_name = argv[++i];
+      scan_lo = std::stod(argv[++i]);
+      scan_hi = std::stod(argv[++i]);
+      scan_steps = std::stoi(argv[++i]);
+    }
     else if (argv[i][0] == '-') return usage();
     else paths.push_back(argv[i]);
   } catch (const std::logic_error&) {   // std::stod and friends: not a number
@@ -123,6 +134,19 @@ int main(int argc, char** argv) {
     std::printf("== committed constants (h100_pick_constants)\n");
     report(evidence, h100_pick_constants());
     if (robust) robustness(evidence, h100_pick_constants());
+    if (!scan_name.empty()) {
+      const PickConstantRef* ref = nullptr;
+      for (const auto& r : pick_constant_refs())
+        if (scan_name == r.name) ref = &r;
+      if (!ref) throw std::invalid_argument("--scan: no constant named '" + scan_name + "'");
+      std::printf("\n== %s from %g to %g, every other constant as committed\n", ref->name, scan_lo, scan_hi);
+      for (int step = 0; step <= scan_steps; ++step) {
+        PickConstants moved = h100_pick_constants();
+        moved.*ref->member = scan_lo + (scan_hi - scan_lo) * step / std::max(1, scan_steps);
+        std::printf("%s = %-10.4g %d of %zu within 3%%\n", ref->name, moved.*ref->member,
+                    within_target(evidence, moved), evidence.size());
+      }
+    }
     if (fit) {
       const PickConstants c = fit_pick_constants(evidence, h100_pick_constants(), options);
       std::printf("\n== fitted on %zu records (loss %.4f; committed %.4f)\n", evidence.size(),

@@ -46,6 +46,8 @@ struct StreamParams {
   bool along_rows = false;                // a contiguous stream: stage i is the band's i-th box of rows
   int rotate = 0;                         // band b starts its k-range at k-tile b x rotate (mod its length)
   int a_rows = 0;                         // and per stage a box of this many rows of A (M = 64 x K, from L2)
+  int a_batch = 1;                        // ... or every a_batch-th stage one 3-D box of A's next a_batch k-tiles
+  std::uint32_t a_batch_bytes = 0;        // the bytes of that box (into a region of its own after the stages)
   unsigned long long* landed = nullptr;   // bytes the barriers counted, summed over CTAs
 };
 
@@ -55,7 +57,8 @@ __global__ void __launch_bounds__(32, 1) stream_kernel(const __grid_constant__ C
   extern __shared__ std::uint8_t smem_raw[];
   std::uint8_t* smem = reinterpret_cast<std::uint8_t*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) &
                                                        ~std::uintptr_t(1023));
-  auto* full = reinterpret_cast<std::uint64_t*>(smem + std::size_t(p.stages) * p.stage_bytes);
+  auto* full = reinterpret_cast<std::uint64_t*>(smem + std::size_t(p.stages) * p.stage_bytes +
+                                               (p.a_batch > 1 ? std::size_t(p.stages) * (p.a_batch_bytes / p.a_batch) : 0));
   if (threadIdx.x != 0) return;
   const int band = int(blockIdx.x) % p.bands, split = int(blockIdx.x) / p.bands;
   const int k_begin = split * p.tiles_per_split;
@@ -63,9 +66,17 @@ __global__ void __launch_bounds__(32, 1) stream_kernel(const __grid_constant__ C
   for (int s = 0; s < p.stages; ++s) mbar_init(&full[s], 1);
   fence_mbarrier_init();
   const std::uint32_t box_bytes = std::uint32_t(p.box_rows) * std::uint32_t(p.box_k) * 2;
+  // Bytes stage i of this CTA's range receives: its B boxes (and A's rows), plus a batch of A at every a_batch-th.
+  auto stage_bytes_of = [&](int i) {
+    return p.stage_bytes + (p.a_batch > 1 && i % p.a_batch == 0 ? p.a_batch_bytes : 0u);
+  };
   auto issue = [&](int kt, int s) {
+    const int i = kt - k_begin;
     if (p.rotate != 0) kt = k_begin + (kt - k_begin + band * p.rotate) % (k_end - k_begin);
-    mbar_arrive_expect_tx(&full[s], p.stage_bytes);
+    mbar_arrive_expect_tx(&full[s], stage_bytes_of(i));
+    if (p.a_batch > 1 && i % p.a_batch == 0)   // A's k-tiles kt .. kt + a_batch - 1, rows 0-63, in one load
+      tma_load(smem + std::size_t(p.stages) * p.stage_bytes + std::size_t(s) * (p.a_batch_bytes / p.a_batch), &map_a,
+               &full[s], 0, 0, kt);
     std::uint8_t* dst = smem + std::size_t(s) * p.stage_bytes;
     if (p.along_rows) {
       tma_load(dst, &map, &full[s], 0, band * p.band_rows + kt * p.box_rows, 0);
@@ -74,7 +85,7 @@ __global__ void __launch_bounds__(32, 1) stream_kernel(const __grid_constant__ C
     for (int kb = 0; kb < p.k_boxes; ++kb)
       for (int rb = 0; rb < p.row_boxes; ++rb, dst += box_bytes)
         tma_load(dst, &map, &full[s], (kt * p.k_boxes + kb) * p.box_k, band * p.band_rows + rb * p.box_rows, 0);
-    for (int kb = 0; kb < p.k_boxes && p.a_rows > 0; ++kb, dst += p.a_rows * p.box_k * 2)
+    for (int kb = 0; kb < p.k_boxes && p.a_rows > 0 && p.a_batch == 1; ++kb, dst += p.a_rows * p.box_k * 2)
       tma_load(dst, &map_a, &full[s], (kt * p.k_boxes + kb) * p.box_k, 0, 0);
   };
   int issued = k_begin;
@@ -83,7 +94,7 @@ __global__ void __launch_bounds__(32, 1) stream_kernel(const __grid_constant__ C
   for (int kt = k_begin, i = 0; kt < k_end; ++kt, ++i) {
     const int s = i % p.stages;
     mbar_wait(&full[s], std::uint32_t(i / p.stages) & 1);
-    landed += p.stage_bytes;
+    landed += stage_bytes_of(i);
     if (issued < k_end) issue(issued++, s);
   }
   atomicAdd(p.landed, landed);
@@ -118,6 +129,22 @@ CUtensorMap view(void* base, std::int64_t inner, std::int64_t outer, int box_k, 
   return map;
 }
 
+// A (64 x k bf16) as a 3-D view for batched loads: 64 elements of K (128 bytes, swizzled) x 64 rows x k/64 blocks of
+// K, so that one box of 64 x 64 x `blocks` lands as `blocks` consecutive 8 KB k-tiles, each the layout one 2-D box
+// gives. The blocks' stride (128 bytes) is below the rows' (k x 2): dimensions need not be nested.
+CUtensorMap batched_view(void* base, std::int64_t k, int blocks) {
+  const cuuint64_t dims[3] = {64, 64, cuuint64_t(k / 64)};
+  const cuuint64_t strides[2] = {cuuint64_t(k * 2), 128};
+  const cuuint32_t box[3] = {64, 64, cuuint32_t(blocks)};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  CUtensorMap map{};
+  const CUresult r = encoder()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, base, dims, strides, box, element_strides,
+                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) throw std::runtime_error("cuTensorMapEncodeTiled (batched A view) failed: " + std::to_string(int(r)));
+  return map;
+}
+
 struct Pattern {
   const char* what;
   std::int64_t row_elems;   // the view's row length: k (B as stored), or 256 for a contiguous stream
@@ -125,6 +152,7 @@ struct Pattern {
   bool along_rows = false;
   int rotate = 0;
   int a_rows = 0;
+  int a_batch = 1;
 };
 
 }  // namespace
@@ -181,6 +209,12 @@ int main(int argc, char** argv) {
       {"ours 128x64 split 2 + A 32 rows (1x2 share)", k, 64, 64, 64, 1, 2, 8, false, 0, 32},
       {"ours 128x64 split 2 + A 16 rows (1x4 share)", k, 64, 64, 64, 1, 2, 8, false, 0, 16},
       {"ours 128x128 split 4 + A 64 rows", k, 128, 128, 64, 1, 4, 8, false, 0, 64},
+      // A's rows loaded 4 or 8 k-tiles at a time (one 3-D box every 4th or 8th stage): is it A's bytes or its
+      // second load per stage that costs the stream (NOTES.md step 54)?
+      {"ours 128x64 split 2 + A 64 rows, 4 k-tiles a load", k, 64, 64, 64, 1, 2, 8, false, 0, 64, 4},
+      {"ours 128x64 split 2 + A 64 rows, 8 k-tiles a load", k, 64, 64, 64, 1, 2, 8, false, 0, 64, 8},
+      {"ours 128x64 no split + A 64 rows", k, 64, 64, 64, 1, 1, 8, false, 0, 64},
+      {"ours 128x64 no split + A 64 rows, 4 k-tiles a load", k, 64, 64, 64, 1, 1, 8, false, 0, 64, 4},
       {"64 rows x 256 B, split 2", k, 64, 64, 64, 2, 2, 8},
       {"64 rows x 512 B, split 2", k, 64, 64, 64, 4, 2, 6},
       {"64 rows x 1 KB, split 2", k, 64, 64, 64, 8, 2, 3},
@@ -202,6 +236,8 @@ int main(int argc, char** argv) {
     p.along_rows = pat.along_rows;
     p.rotate = pat.rotate;
     p.a_rows = pat.a_rows;
+    p.a_batch = pat.a_rows > 0 ? pat.a_batch : 1;
+    p.a_batch_bytes = p.a_batch > 1 ? std::uint32_t(p.a_batch) * 64 * 128 : 0;
     p.box_k = pat.box_k;
     p.k_boxes = pat.k_boxes;
     p.bands = int((outer + pat.band_rows - 1) / pat.band_rows);
@@ -209,9 +245,11 @@ int main(int argc, char** argv) {
     p.k_tiles = pat.along_rows ? pat.band_rows / pat.box_rows : int(pat.row_elems / (pat.box_k * pat.k_boxes));
     p.tiles_per_split = (p.k_tiles + pat.splits - 1) / pat.splits;
     p.stages = pat.stages;
-    p.stage_bytes = std::uint32_t(p.row_boxes * pat.box_rows + pat.a_rows) * std::uint32_t(pat.box_k * pat.k_boxes) * 2;
+    p.stage_bytes = std::uint32_t(p.row_boxes * pat.box_rows + (p.a_batch > 1 ? 0 : pat.a_rows)) *
+                    std::uint32_t(pat.box_k * pat.k_boxes) * 2;
     p.landed = landed;
-    const std::size_t smem = std::size_t(p.stages) * p.stage_bytes + 1024 + 8 * std::size_t(p.stages);
+    const std::size_t smem = std::size_t(p.stages) * p.stage_bytes +
+                             (p.a_batch > 1 ? std::size_t(p.stages) * 64 * 128 : 0) + 1024 + 8 * std::size_t(p.stages);
     const bool tiles_fit = pat.along_rows ? p.k_tiles * pat.box_rows == pat.band_rows
                                           : p.row_boxes * pat.box_rows == pat.band_rows &&
                                                 p.k_tiles * pat.box_k * pat.k_boxes == pat.row_elems;
@@ -223,16 +261,20 @@ int main(int argc, char** argv) {
     std::vector<CUtensorMap> maps, a_maps;
     for (std::size_t c = 0; c < b.size(); ++c) {
       maps.push_back(view(b[c], pat.row_elems, outer, pat.box_k, pat.box_rows));
-      a_maps.push_back(pat.a_rows > 0 ? view(a[c], k, 64, pat.box_k, pat.a_rows) : maps.back());
+      a_maps.push_back(p.a_batch > 1 ? batched_view(a[c], k, p.a_batch)
+                       : pat.a_rows > 0 ? view(a[c], k, 64, pat.box_k, pat.a_rows)
+                                        : maps.back());
     }
     const int ctas = p.bands * p.splits;
     // What the barriers must count: every stage of every CTA, boxes past B's last row included (TMA fills them
     // with zeros and counts their bytes); GB/s below is over B's own bytes.
     std::uint64_t expected = 0;
-    for (int split = 0; split < p.splits; ++split)
-      expected += std::uint64_t(p.bands) *
-                  std::uint64_t(std::max(0, std::min(p.k_tiles, (split + 1) * p.tiles_per_split) - split * p.tiles_per_split)) *
-                  p.stage_bytes;
+    for (int split = 0; split < p.splits; ++split) {
+      const int len = std::max(0, std::min(p.k_tiles, (split + 1) * p.tiles_per_split) - split * p.tiles_per_split);
+      // A batch's box is whole even past K (the TMA zero-fills and counts it).
+      const int batches = p.a_batch > 1 ? (len + p.a_batch - 1) / p.a_batch : 0;
+      expected += std::uint64_t(p.bands) * (std::uint64_t(len) * p.stage_bytes + std::uint64_t(batches) * p.a_batch_bytes);
+    }
     // Each sample times one launch on every copy (so that each launch reads cold data) and divides: a single
     // launch of a few microseconds would be mostly the events' own overhead.
     std::vector<float> ms;
