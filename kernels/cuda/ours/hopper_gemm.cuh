@@ -141,24 +141,20 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int b_rows = BN / p.cluster_m;            // ... of the shared B tile (K-major B)
   // Bytes a stage receives: the whole tile, less the A rows a trimmed box leaves out (p.a_box_rows).
   const std::uint32_t stage_bytes = Shape::kStageBytes - (p.a_box_rows > 0 ? (BM - p.a_box_rows) * kRowBytes : 0);
-  // Loads k-tile kt of `unit` into stage s: A's part, B's part (both complete on the stage's `full` barrier, which
-  // load_stage arms with the bytes to expect).
-  auto load_a = [&](const WorkUnit& unit, int kt, int s) {
+  // Loads k-tile kt of `unit` into stage s (its `full` barrier armed with the bytes to expect).
+  auto load_stage = [&](const WorkUnit& unit, int kt, int s) {
     const WorkTile& t = unit.t;
     const int m0 = (t.cm * p.cluster_m + rank_m) * BM;
+    const int n0 = (t.cn * p.cluster_n + rank_n) * BN;
+    mbar_arrive_expect_tx(&full[s], stage_bytes);
     std::uint8_t* a_dst = stage_a + s * kASlab;
+    std::uint8_t* b_dst = stage_b + s * kBSlab;
     const int kx = kt * kBlockK;
     if (p.cluster_n == 1)
       tma_load(a_dst, &map_a, &full[s], kx, m0, t.batch);
     else
       tma_load_multicast(a_dst + rank_n * a_rows * kRowBytes, &map_a, &full[s], kx, m0 + rank_n * a_rows, t.batch,
                          mask_a);
-  };
-  auto load_b = [&](const WorkUnit& unit, int kt, int s) {
-    const WorkTile& t = unit.t;
-    const int n0 = (t.cn * p.cluster_n + rank_n) * BN;
-    std::uint8_t* b_dst = stage_b + s * kBSlab;
-    const int kx = kt * kBlockK;
     if constexpr (!BMnMajor) {
       if (p.cluster_m == 1)
         tma_load(b_dst, &map_b, &full[s], kx, n0, t.batch);
@@ -176,23 +172,6 @@ __global__ void __launch_bounds__(kThreads, 1)
           tma_load_multicast(dst, &map_b, &full[s], n0 + 64 * j, kx, t.batch, mask_b);
       }
     }
-  };
-  auto load_stage = [&](const WorkUnit& unit, int kt, int s) {
-    mbar_arrive_expect_tx(&full[s], stage_bytes);
-    load_a(unit, kt, s);
-    load_b(unit, kt, s);
-  };
-  // Two k-tiles at once, into stages s and s + 1, B's boxes issued back to back: each B row is then requested as 256
-  // contiguous bytes instead of two 128-byte pieces a k-tile apart in time, which HBM serves faster for small boxes
-  // (NOTES.md steps 28 and 57: bench/tools/stream_probe). Where the host asks for it (p.pair_k_loads: decode's lone
-  // 128 x 32 CTAs, whose B stream is the whole time and whose boxes are 4 KB).
-  auto load_stage_pair = [&](const WorkUnit& unit, int kt, int s) {
-    mbar_arrive_expect_tx(&full[s], stage_bytes);
-    mbar_arrive_expect_tx(&full[s + 1], stage_bytes);
-    load_a(unit, kt, s);
-    load_a(unit, kt + 1, s + 1);
-    load_b(unit, kt, s);
-    load_b(unit, kt + 1, s + 1);
   };
   WorkSchedule producer_schedule(p, cluster_id, clusters);
   WorkUnit unit;
@@ -218,14 +197,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     // and the consumers' start (NOTES.md step 40: the first load was issued 2.3 us into a 13 us decode kernel).
     // Fresh stages need no wait on `empty`.
     if (cluster_size == 1 && has_unit)
-      for (; pre_issued < kStages && unit.k_begin + pre_issued < unit.k_end; ++pre_issued) {
-        if (p.pair_k_loads && (pre_issued & 1) == 0 && unit.k_begin + pre_issued + 1 < unit.k_end) {
-          load_stage_pair(unit, unit.k_begin + pre_issued, pre_issued);
-          ++pre_issued;
-          continue;
-        }
+      for (; pre_issued < kStages && unit.k_begin + pre_issued < unit.k_end; ++pre_issued)
         load_stage(unit, unit.k_begin + pre_issued, pre_issued);
-      }
   }
   // A cluster's CTAs must see each other's initialised barriers before any multicast; a lone CTA (1x1) only needs
   // its own threads to, which a CTA barrier does for far less (NOTES.md step 40: the cluster barrier and the one at
@@ -243,14 +216,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int kt = unit.k_begin + skip; kt < unit.k_end; ++kt, ++it) {
           const int s = int(it % kStages);
           mbar_wait(&empty[s], ((it / kStages) & 1) ^ 1);
-          // Paired: an even stage waits for the next one to be free too (kStages is even, so the pair never wraps).
-          if (p.pair_k_loads && (it & 1) == 0 && kt + 1 < unit.k_end) {
-            mbar_wait(&empty[s + 1], (((it + 1) / kStages) & 1) ^ 1);
-            load_stage_pair(unit, kt, s);
-            ++kt;
-            ++it;
-            continue;
-          }
           load_stage(unit, kt, s);
         }
       }

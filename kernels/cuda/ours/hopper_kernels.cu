@@ -150,7 +150,6 @@ class HopperGemm final : public OurKernel {
                   splits_that_run(c.shape) > 1 ? "fp32 partials + reduce kernel" : "bf16 via swizzled smem + TMA store");
     std::string out = text + row_padding(c.shape, config_.fp8 ? 1 : 2, !mn).describe();
     if (trims_a_box(c.shape)) out += std::string("; ") + kATrimKernelNote + " (M <= 64)";
-    if (pairs_k_loads(c.shape)) out += "; k-tiles loaded in pairs";
     if (config_.fp8)
       out += "; fp8 partial sums promoted to fp32 every " + std::to_string(128 * config_.promotion_interval) + " K" +
              (config_.staggered_promotion ? " (the two consumer warpgroups half an interval apart)" : "");
@@ -230,7 +229,6 @@ class HopperGemm final : public OurKernel {
     const bool trim_a = trims_a_box(s) || (KernelSabotage::active(KernelSabotage::What::trim_live_rows_of_a) &&
                                             a_box_trim_capable(config_.block_m, config_.ping_pong()));
     p.a_box_rows = trim_a ? 64 : 0;
-    p.pair_k_loads = pairs_k_loads(s) ? 1 : 0;
     if (KernelSabotage::active(KernelSabotage::What::launch_without_cluster)) plan->cluster_ctas_override = 1;
     if (config_.fp8) {
       p.scale_a = problem.device_scale_a();
@@ -375,13 +373,6 @@ class HopperGemm final : public OurKernel {
   // At M <= 64 a stage loads only A's first 64 rows (HopperParams::a_box_rows): cooperative 128-row tiles; in a
   // 1x2 cluster each CTA loads 32 of them and multicasts them to both.
   bool trims_a_box(const GemmShape& s) const { return a_box_trimmed(s.m, config_.block_m, config_.ping_pong()); }
-
-  // Decode's lone 128 x 32 CTAs load k-tiles in pairs (HopperParams::pair_k_loads): their B boxes are 4 KB, which HBM
-  // serves slowly one at a time (NOTES.md step 57: fp8 64 x 2880 x 4096 10.8 -> 10.3 us; 128 x 64's 8 KB boxes
-  // measured 2-4 % slower paired, so they stay single). A pair is an even stage and the next: an even stage count.
-  bool pairs_k_loads(const GemmShape& s) const {
-    return trims_a_box(s) && config_.block_n <= 32 && config_.cluster_m * config_.cluster_n == 1 && stages() % 2 == 0;
-  }
 
   // k-tiles that consumer warpgroup 1 promotes one at a time before its first interval: half an interval.
   int promotion_stagger() const {

@@ -47,9 +47,6 @@ struct HopperParams {
   // past M in every tile, so it computes and stores nothing (the stage barriers count one reader). In a 1x2
   // cluster each CTA loads a_box_rows / 2 of them and multicasts them.
   int a_box_rows = 0;
-  // The producer loads k-tiles in pairs (an even stage and the next, B's two boxes back to back): decode's lone
-  // 128 x 32 CTAs (NOTES.md step 57). Needs an even stage count.
-  int pair_k_loads = 0;
 };
 
 struct HopperLaunchArgs {
