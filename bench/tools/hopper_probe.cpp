@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
       // kernel_selector's decode shapes (M = 64) in both dtypes: split-K over the cluster (NOTES.md step 41)
       {64, 5120, 2880, "bf16", "nt", "none"},       {64, 2880, 4096, "fp8_e4m3", "nt", "none"},
       {64, 5120, 2880, "fp8_e4m3", "nt", "none"},
-      // N = 2880 and 5120 (the 144- and 160-column tiles, NOTES.md step 53): prefill attn_out and qkv_proj
+      // N = 2880 and 5120, prefill attn_out and qkv_proj (NOTES.md steps 53, 55: tile widths and stream-K there)
       {4096, 2880, 4096, "bf16", "nt", "none"},     {4096, 2880, 4096, "fp8_e4m3", "nt", "none"},
       {4096, 2880, 2880, "fp8_e4m3", "nt", "none"}, {4096, 5120, 2880, "fp8_e4m3", "nt", "none"},
       {512, 5760, 2880, "fp8_e4m3", "nt", "none", 32}, {4096, 2880, 4096, "bf16", "nt", "bias_gelu"},

@@ -28,6 +28,8 @@ using namespace aispflow::kernels::cuda::ours;
 
 namespace {
 
+constexpr std::uint32_t kATileBytes = 64 * 64 * 2;   // one k-tile of A's 64 rows: 64 x 64 bf16
+
 #define PROBE_CHECK(call)                                                                          \
   do {                                                                                             \
     const cudaError_t e_ = (call);                                                                 \
@@ -47,7 +49,7 @@ struct StreamParams {
   int rotate = 0;                         // band b starts its k-range at k-tile b x rotate (mod its length)
   int a_rows = 0;                         // and per stage a box of this many rows of A (M = 64 x K, from L2)
   int a_batch = 1;                        // ... or every a_batch-th stage one 3-D box of A's next a_batch k-tiles
-  std::uint32_t a_batch_bytes = 0;        // the bytes of that box (into a region of its own after the stages)
+                                          // (64 rows each, into a region of its own after the stages)
   unsigned long long* landed = nullptr;   // bytes the barriers counted, summed over CTAs
 };
 
@@ -57,8 +59,8 @@ __global__ void __launch_bounds__(32, 1) stream_kernel(const __grid_constant__ C
   extern __shared__ std::uint8_t smem_raw[];
   std::uint8_t* smem = reinterpret_cast<std::uint8_t*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) &
                                                        ~std::uintptr_t(1023));
-  auto* full = reinterpret_cast<std::uint64_t*>(smem + std::size_t(p.stages) * p.stage_bytes +
-                                               (p.a_batch > 1 ? std::size_t(p.stages) * (p.a_batch_bytes / p.a_batch) : 0));
+  std::uint8_t* a_region = smem + std::size_t(p.stages) * p.stage_bytes;   // batched A: one k-tile slot per stage
+  auto* full = reinterpret_cast<std::uint64_t*>(a_region + (p.a_batch > 1 ? std::size_t(p.stages) * kATileBytes : 0));
   if (threadIdx.x != 0) return;
   const int band = int(blockIdx.x) % p.bands, split = int(blockIdx.x) / p.bands;
   const int k_begin = split * p.tiles_per_split;
@@ -68,15 +70,15 @@ __global__ void __launch_bounds__(32, 1) stream_kernel(const __grid_constant__ C
   const std::uint32_t box_bytes = std::uint32_t(p.box_rows) * std::uint32_t(p.box_k) * 2;
   // Bytes stage i of this CTA's range receives: its B boxes (and A's rows), plus a batch of A at every a_batch-th.
   auto stage_bytes_of = [&](int i) {
-    return p.stage_bytes + (p.a_batch > 1 && i % p.a_batch == 0 ? p.a_batch_bytes : 0u);
+    return p.stage_bytes + (p.a_batch > 1 && i % p.a_batch == 0 ? std::uint32_t(p.a_batch) * kATileBytes : 0u);
   };
   auto issue = [&](int kt, int s) {
     const int i = kt - k_begin;
     if (p.rotate != 0) kt = k_begin + (kt - k_begin + band * p.rotate) % (k_end - k_begin);
     mbar_arrive_expect_tx(&full[s], stage_bytes_of(i));
-    if (p.a_batch > 1 && i % p.a_batch == 0)   // A's k-tiles kt .. kt + a_batch - 1, rows 0-63, in one load
-      tma_load(smem + std::size_t(p.stages) * p.stage_bytes + std::size_t(s) * (p.a_batch_bytes / p.a_batch), &map_a,
-               &full[s], 0, 0, kt);
+    // A's k-tiles kt .. kt + a_batch - 1, rows 0-63, in one load, into slots s .. s + a_batch - 1 (the host keeps
+    // the stage count a multiple of a_batch, so a batch never wraps).
+    if (p.a_batch > 1 && i % p.a_batch == 0) tma_load(a_region + std::size_t(s) * kATileBytes, &map_a, &full[s], 0, 0, kt);
     std::uint8_t* dst = smem + std::size_t(s) * p.stage_bytes;
     if (p.along_rows) {
       tma_load(dst, &map, &full[s], 0, band * p.band_rows + kt * p.box_rows, 0);
@@ -237,7 +239,6 @@ int main(int argc, char** argv) {
     p.rotate = pat.rotate;
     p.a_rows = pat.a_rows;
     p.a_batch = pat.a_rows > 0 ? pat.a_batch : 1;
-    p.a_batch_bytes = p.a_batch > 1 ? std::uint32_t(p.a_batch) * 64 * 128 : 0;
     p.box_k = pat.box_k;
     p.k_boxes = pat.k_boxes;
     p.bands = int((outer + pat.band_rows - 1) / pat.band_rows);
@@ -249,11 +250,11 @@ int main(int argc, char** argv) {
                     std::uint32_t(pat.box_k * pat.k_boxes) * 2;
     p.landed = landed;
     const std::size_t smem = std::size_t(p.stages) * p.stage_bytes +
-                             (p.a_batch > 1 ? std::size_t(p.stages) * 64 * 128 : 0) + 1024 + 8 * std::size_t(p.stages);
+                             (p.a_batch > 1 ? std::size_t(p.stages) * kATileBytes : 0) + 1024 + 8 * std::size_t(p.stages);
     const bool tiles_fit = pat.along_rows ? p.k_tiles * pat.box_rows == pat.band_rows
                                           : p.row_boxes * pat.box_rows == pat.band_rows &&
                                                 p.k_tiles * pat.box_k * pat.k_boxes == pat.row_elems;
-    if (smem > std::size_t(prop.sharedMemPerBlockOptin) || !tiles_fit) {
+    if (smem > std::size_t(prop.sharedMemPerBlockOptin) || !tiles_fit || p.stages % p.a_batch != 0) {
       std::printf("  %-46s skipped: does not fit (%zu bytes of shared memory)\n", pat.what, smem);
       continue;
     }
@@ -273,7 +274,8 @@ int main(int argc, char** argv) {
       const int len = std::max(0, std::min(p.k_tiles, (split + 1) * p.tiles_per_split) - split * p.tiles_per_split);
       // A batch's box is whole even past K (the TMA zero-fills and counts it).
       const int batches = p.a_batch > 1 ? (len + p.a_batch - 1) / p.a_batch : 0;
-      expected += std::uint64_t(p.bands) * (std::uint64_t(len) * p.stage_bytes + std::uint64_t(batches) * p.a_batch_bytes);
+      expected += std::uint64_t(p.bands) *
+                  (std::uint64_t(len) * p.stage_bytes + std::uint64_t(batches) * std::uint64_t(p.a_batch) * kATileBytes);
     }
     // Each sample times one launch on every copy (so that each launch reads cold data) and divides: a single
     // launch of a few microseconds would be mostly the events' own overhead.

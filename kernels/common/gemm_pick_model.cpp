@@ -81,17 +81,16 @@ nlohmann::json to_json(const PickConstants& c) {
 }
 
 // Fitted by bench/tools/fit_pick_model (kernels/common/gemm_pick_fit.cpp) on the records of issue22/run-26eb029 (now
-// in issue22/superseded-runs-3.tar.xz)
-// (2026-11-26, `fit_pick_model --fit --penalty 20 --restarts 40 --seed 11`: NOTES.md step 43's kernel), and held to
-// h100_pick_evidence_runs() (gemm_pick_fit.cpp): the 55 records of issue22/run-c72b87c (cluster_gemm,
-// kernel_selector and unaligned), step 44's kernel. That kernel sits the second consumer warpgroup out at M <= 64
-// and adds the 128 x 32 tile, whose rate (tile_efficiency_32) was set on those records with every other constant
-// kept: full re-fits there (seeds 11, 12, 13, 17; penalties 20, 50) picked within 3 % on 47-48 of the 55, these
-// constants on 50. The misses, listed in the test: cluster_gemm's 2048^3 bf16 plain and with bias + GELU (0.962 /
-// 0.958) and unaligned.yaml's 1000 x 1000 x 1001-1008 (0.964-0.968). Held out: the first run of the same kernel
-// (heldout-c72b87c) picks within 3 % on 52 of its 55 (41 of 43 on the two workflows; worst 0.947), and a run on
-// another day (run-4618a15) on 42 of the two workflows' 43 (2048^3 bf16 at 0.965). The fit has
-// several basins: the tile efficiencies moved by 10-20 % between fits with the picks barely changed
+// in issue22/superseded-runs-3.tar.xz; 2026-11-26, `fit_pick_model --fit --penalty 20 --restarts 40 --seed 11`:
+// NOTES.md step 43's kernel), and held to h100_pick_evidence_runs() (gemm_pick_fit.cpp): the 55 records of
+// issue22/run-c72b87c (cluster_gemm, kernel_selector and unaligned), step 44's kernel. That kernel sits the second
+// consumer warpgroup out at M <= 64 and adds the 128 x 32 tile, whose rate (tile_efficiency_32) was set on those
+// records with every other constant kept: full re-fits there (seeds 11, 12, 13, 17; penalties 20, 50) picked within
+// 3 % on 47-48 of the 55, these constants on 50. The misses, listed in the test: cluster_gemm's 2048^3 bf16 plain
+// and with bias + GELU (0.962 / 0.958) and unaligned.yaml's 1000 x 1000 x 1001-1008 (0.964-0.968). Held out: the
+// first run of the same kernel (heldout-c72b87c) picks within 3 % on 52 of its 55 (41 of 43 on the two workflows;
+// worst 0.947), and a run on another day (run-4618a15) on 42 of the two workflows' 43 (2048^3 bf16 at 0.965). The
+// fit has several basins: the tile efficiencies moved by 10-20 % between fits with the picks barely changed
 // (docs/kernels.md).
 const PickConstants& h100_pick_constants() {
   static const PickConstants c = [] {

@@ -7,8 +7,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <thread>
 #include <set>
+#include <thread>
 
 #ifndef AISPFLOW_HAS_CUDA
 

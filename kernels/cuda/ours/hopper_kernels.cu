@@ -188,8 +188,9 @@ class HopperGemm final : public OurKernel {
     if (s.m > (1LL << 31) - 1 || s.n > (1LL << 31) - 1 || s.k > (1LL << 31) - 1) return std::string("dimension above 2^31");
     if (config_.cluster_m * config_.cluster_n > 1 && !config_.persistent)
       return std::string("clusters are only built persistent");   // a configuration error, never reached
-    // MN-major B is loaded in boxes of 64 columns (128 bytes, the swizzle's row): a 32-column tile has none.
-    if (config_.block_n < 64 && c.layout == "nn" && !config_.fp8)
+    // MN-major B is loaded in boxes of 64 columns (128 bytes, the swizzle's row): the tile must be made of them (the
+    // kernel asserts the same at compile time).
+    if (config_.block_n % 64 != 0 && c.layout == "nn" && !config_.fp8)
       return config_.family + " " + config_.name() + " reads B K-major only (layout nt); layout nn loads B in 64-column boxes";
     return std::nullopt;
   }
