@@ -89,7 +89,9 @@ nlohmann::json to_json(const PickConstants& c) {
 // 3 % on 47-48 of the 55, these constants on 50. The misses, listed in the test: cluster_gemm's 2048^3 bf16 plain
 // and with bias + GELU (0.962 / 0.958) and unaligned.yaml's 1000 x 1000 x 1001-1008 (0.964-0.968). Held out: the
 // first run of the same kernel (heldout-c72b87c) picks within 3 % on 52 of its 55 (41 of 43 on the two workflows;
-// worst 0.947), and a run on another day (run-4618a15) on 42 of the two workflows' 43 (2048^3 bf16 at 0.965). The
+// worst 0.947), and a run on another day (run-4618a15) on 42 of the two workflows' 43 (2048^3 bf16 at 0.965). Step
+// 65's kernel (256 x 128 drains each k-tile's wgmma group, 0.4-1.5 % faster; run-6c16295, rerun-6c16295): 40 of 43
+// on both runs (2048^3 plain and with bias + GELU, MoE up/gate), and re-fits on it picked worse (docs/kernels.md). The
 // fit has several basins: the tile efficiencies moved by 10-20 % between fits with the picks barely changed
 // (docs/kernels.md).
 const PickConstants& h100_pick_constants() {
