@@ -9,8 +9,9 @@
 //     swizzle) into a ring of STAGES shared-memory stages; `full[s]` (an mbarrier with a transaction count)
 //     completes when a stage's bytes have landed, `empty[s]` when every consumer that reads it is done;
 //   warpgroups 1 and 2, the consumers: each runs wgmma.mma_async on BM/2 rows x BN columns (one m64 wgmma per
-//     64-row slice; fp32 accumulators in registers), one k-tile's group in flight while the next is issued, and
-//     releases a stage as soon as the group that read it has retired. The epilogue scales, adds the bias (held in
+//     64-row slice; fp32 accumulators in registers), one k-tile's group in flight while the next is issued (256-row
+//     tiles drain each k-tile's group first: NOTES.md step 65), and releases a stage as soon as the group that read
+//     it has retired. The epilogue scales, adds the bias (held in
 //     registers from the tile's start), applies GELU, converts to bf16, writes 64 x 64 chunks into 128-byte-swizzled
 //     shared memory (bank-conflict free; 64 x 32 chunks, 64-byte-swizzled, for BN = 32), and each warp TMA-stores
 //     its own 16 rows of a chunk. At M <= 64 (decode) the second consumer's rows lie past M: it sits out.
