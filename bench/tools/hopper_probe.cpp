@@ -2,8 +2,9 @@
 // epilogue) it verifies the kernel against the reference (poisoned output, every element) and, if correct,
 // times it and cuBLASLt's heuristic top algorithm on the same problem, interleaved, L2 flushed. Prints one line
 // each. It is the quick loop for kernel work; the evidence comes from the workflows (gemm_sweep records).
-//   hopper_probe [filter [case]]   only configurations whose name contains `filter`, only cases whose name
-//                                  (e.g. "4096x4096x4096 bf16 nt") contains `case` (for ncu runs)
+//   hopper_probe [filter [case]]   only configurations whose name contains `filter`, only cases whose `==` line
+//                                  (e.g. "4096x4096x4096 bf16 nt none": shape, dtype, layout, epilogue, each
+//                                  spelt out) contains `case` (for ncu runs)
 // Operands: like the workflows, the launches rotate over enough copies that each reads cold data (the `==` line
 // says how many); PROBE_WARM=1 times one copy, which stays in L2 between the launches of a batch (how this probe
 // timed before 2026-11-26's step 26: NOTES.md).
@@ -99,7 +100,10 @@ int main(int argc, char** argv) {
     s.name = std::to_string(cs.m) + "x" + std::to_string(cs.n) + "x" + std::to_string(cs.k) +
              (cs.batch > 1 ? "x" + std::to_string(cs.batch) : "");
     const GemmCase gc{s, cs.dtype, cs.layout, cs.epi};
-    if (!case_filter.empty() && (s.name + " " + gc.label()).find(case_filter) == std::string::npos) continue;
+    // Matched against the case as its `==` line prints it: GemmCase::label() leaves out layout nn and epilogue
+    // none, so filters naming them matched nothing (NOTES.md step 65's first call).
+    const std::string case_text = s.name + " " + cs.dtype + " " + cs.layout + " " + cs.epi;
+    if (!case_filter.empty() && case_text.find(case_filter) == std::string::npos) continue;
     const LtDtype spec = *lt_dtype(cs.dtype);
     const char* warm = std::getenv("PROBE_WARM");
     const int copies = warm && std::string(warm) == "1" ? 1 : operand_copies_for(timing, s, spec, 0);
@@ -116,7 +120,7 @@ int main(int argc, char** argv) {
       }
     } catch (const std::exception& e) { std::printf("cublasLt: %s\n", e.what()); }
     const double flops = s.flops();
-    std::printf("== %s %s %s %s  cublasLt %.4f ms %.1f TFLOP/s  (%s)\n", s.name.c_str(), cs.dtype, cs.layout, cs.epi,
+    std::printf("== %s  cublasLt %.4f ms %.1f TFLOP/s  (%s)\n", case_text.c_str(),
                 lt_ms, lt_ms > 0 ? flops / lt_ms / 1e9 : 0.0,
                 copies > 1 ? (std::to_string(copies) + " operand copies, cold").c_str() : "one operand copy, warm");
     for (auto& k : kernels) {

@@ -11,10 +11,10 @@
 //   warpgroups 1 and 2, the consumers: each runs wgmma.mma_async on BM/2 rows x BN columns (one m64 wgmma per
 //     64-row slice; fp32 accumulators in registers), one k-tile's group in flight while the next is issued (256-row
 //     tiles drain each k-tile's group first: NOTES.md step 65), and releases a stage as soon as the group that read
-//     it has retired. The epilogue scales, adds the bias (held in
-//     registers from the tile's start), applies GELU, converts to bf16, writes 64 x 64 chunks into 128-byte-swizzled
-//     shared memory (bank-conflict free; 64 x 32 chunks, 64-byte-swizzled, for BN = 32), and each warp TMA-stores
-//     its own 16 rows of a chunk. At M <= 64 (decode) the second consumer's rows lie past M: it sits out.
+//     it has retired. The epilogue scales, adds the bias (held in registers from the tile's start), applies GELU,
+//     converts to bf16, writes 64 x 64 chunks into 128-byte-swizzled shared memory (bank-conflict free; 64 x 32
+//     chunks, 64-byte-swizzled, for BN = 32), and each warp TMA-stores its own 16 rows of a chunk. At M <= 64
+//     (decode) the second consumer's rows lie past M: it sits out.
 // Register budget: setmaxnreg gives the producer 56 registers and each consumer thread 224 (BM x BN / 256
 // accumulators: 128 for 128x256 and 256x128, whose two m64n128 wgmmas per k-step are cuBLASLt's bf16 shape).
 //
