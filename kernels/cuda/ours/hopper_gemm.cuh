@@ -594,14 +594,20 @@ HopperInstance hopper_instance_of() {
     cfg.blockDim = dim3(kThreads, 1, 1);
     cfg.dynamicSmemBytes = HopperShape<Fp8, BM, BN>::kSmemBytes;
     cfg.stream = stream;
+    // A 1x1 configuration launches without the cluster attribute, as a plain grid (as CUTLASS launches its 1x1
+    // kernels). The hardware places the CTAs of a cluster launch, even one of single-CTA clusters, otherwise than
+    // a plain grid's, and consecutive CTAs, which take tiles that share A or B rows, then miss in L2 far more:
+    // 1x1 tiles ran 5-33 % slower with the attribute (NOTES.md step 72; steps 36-37 had measured the extra DRAM
+    // traffic without finding its cause). The kernel sees a cluster of one either way.
+    const int cluster_ctas = args.cluster_ctas_override > 0 ? args.cluster_ctas_override
+                                                            : args.params.cluster_m * args.params.cluster_n;
     cudaLaunchAttribute attr{};
     attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = unsigned(args.cluster_ctas_override > 0 ? args.cluster_ctas_override
-                                                                     : args.params.cluster_m * args.params.cluster_n);
+    attr.val.clusterDim.x = unsigned(cluster_ctas);
     attr.val.clusterDim.y = 1;
     attr.val.clusterDim.z = 1;
     cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+    cfg.numAttrs = args.params.cluster_m * args.params.cluster_n == 1 ? 0 : 1;
     AISPFLOW_CUDA_CHECK(
         cudaLaunchKernelEx(&cfg, hopper_gemm_kernel<Fp8, BM, BN, BMnMajor, PingPong, PromoteEvery>, *args.a, *args.b, *args.c, args.params));
   };
