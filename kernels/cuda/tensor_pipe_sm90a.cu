@@ -111,8 +111,8 @@ __global__ void __launch_bounds__(Warpgroups * 128, 1)
   std::uint64_t desc_a[4], desc_b[4];
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) {
-    desc_a[kk] = smem_desc(tile_a + kk * 32, 16, 1024);
-    desc_b[kk] = smem_desc(tile_b + kk * 32, 16, 1024);
+    desc_a[kk] = smem_desc(smem_addr(tile_a + kk * 32), 16, 1024);
+    desc_b[kk] = smem_desc(smem_addr(tile_b + kk * 32), 16, 1024);
   }
   float d[128];
 #pragma unroll

@@ -118,6 +118,21 @@ __global__ void __launch_bounds__(kThreads, 1)
   std::uint8_t* chunks = stage_b + kStages * kBSlab;
   auto* full = reinterpret_cast<std::uint64_t*>(chunks + Shape::kEpilogueBytes);
   std::uint64_t* empty = full + kStages;
+  // The stage barriers' shared-memory addresses, for the consumers' waits and releases: computed in the 32-bit
+  // shared space from the dynamic buffer's own address (a constant), so the compiler never rebuilds the generic
+  // pointer above inside a loop (it did, reading the shared window's base at the top of every fp8 promotion
+  // interval: NOTES.md step 75).
+  // The base is kept in a register (hopper_ptx.cuh's opaque()) where that measured faster (NOTES.md step 75: fp8
+  // promoting every k-tile 5-6 %, the 256 x 128 tile 1-2 %, fp8 128 x 192 promote8 1 %); the compiler rebuilds it
+  // as before in the fp8 128 x 128 tiles that promote every 4 or 8 k-tiles (the register cost them 1-2.5 %) and in
+  // the MN-major bf16 128 x 192 tile (it spilled).
+  constexpr bool kHoldBase = !(BMnMajor && BN == 192) && !(Fp8 && BN == 128 && PromoteEvery > 1);
+  const std::uint32_t smem_base = kHoldBase ? opaque((smem_addr(smem_raw) + 1023u) & ~1023u)
+                                            : (smem_addr(smem_raw) + 1023u) & ~1023u;
+  const std::uint32_t full_bar = smem_base + std::uint32_t(kStages * (kASlab + kBSlab) + Shape::kEpilogueBytes);
+  const std::uint32_t empty_bar = full_bar + 8u * kStages;
+  const std::uint32_t desc_base = smem_base;
+  const std::uint32_t chunks_addr = smem_base + std::uint32_t(kStages * (kASlab + kBSlab));   // epilogue buffers
 
   const int warpgroup = threadIdx.x / 128;
   const int cluster_size = p.cluster_m * p.cluster_n;
@@ -239,8 +254,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     std::uint32_t it = 0, chunk_counter = 0;
     float acc[kSlices][kAcc];
     // Descriptors of stage 0's A slab (row 0) and B slab; issue() adds a stage's and a K step's offsets.
-    const std::uint64_t desc_a0 = smem_desc(stage_a, 16, 1024);
-    const std::uint64_t desc_b0 = BMnMajor ? smem_desc(stage_b, kBlockK * kRowBytes, 1024) : smem_desc(stage_b, 16, 1024);
+    const std::uint32_t stage_a_addr = desc_base, stage_b_addr = desc_base + std::uint32_t(kStages * kASlab);
+    const std::uint64_t desc_a0 = smem_desc(stage_a_addr, 16, 1024);
+    const std::uint64_t desc_b0 =
+        BMnMajor ? smem_desc(stage_b_addr, kBlockK * kRowBytes, 1024) : smem_desc(stage_b_addr, 16, 1024);
     const std::uint32_t desc_a0_lo = std::uint32_t(desc_a0), desc_b0_lo = std::uint32_t(desc_b0);
     const std::uint64_t desc_hi_a = desc_a0 & ~std::uint64_t(0xFFFFFFFF), desc_hi_b = desc_b0 & ~std::uint64_t(0xFFFFFFFF);
     int local = 0;   // index of the unit among this CTA's, in the producer's order
@@ -289,9 +306,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       // retired the group is the whole warpgroup's, so any of its threads may signal).
       auto release = [&](int s) {
         if (cluster_size == 1) {
-          if (tid == 0) mbar_arrive(&empty[s]);
+          if (tid == 0) mbar_arrive(empty_bar + 8u * std::uint32_t(s));
         } else if (tid < cluster_size) {
-          mbar_arrive_cluster(&empty[s], std::uint32_t(tid));
+          mbar_arrive_cluster(empty_bar + 8u * std::uint32_t(s), std::uint32_t(tid));
         }
       };
       // wgmma for one k-tile of stage `s`, A's rows from `a_row` of the slab: the shared-memory descriptors are
@@ -321,7 +338,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         int previous_stage = -1;
         for (int kt = k_begin; kt < k_end; ++kt, ++it) {
           const int s = int(it % kStages);
-          mbar_wait(&full[s], (it / kStages) & 1);
+          mbar_wait(full_bar + 8u * std::uint32_t(s), (it / kStages) & 1);
           wgmma_fence();
           fence_accumulators();
 #pragma unroll
@@ -370,7 +387,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           // One k-tile at a time: into the temporary, drained and promoted at once.
           for (const int stop = phase == 0 ? k_begin + lead : k_end; kt < stop; ++kt, ++it) {
             const int s = int(it % kStages);
-            mbar_wait(&full[s], (it / kStages) & 1);
+            mbar_wait(full_bar + 8u * std::uint32_t(s), (it / kStages) & 1);
             wgmma_fence();
             fence_registers(part);
             issue(part, s, wg * 64, false);
@@ -395,7 +412,7 @@ __global__ void __launch_bounds__(kThreads, 1)
               for (int j = 0; j < PromoteEvery; ++j) {
                 const std::uint32_t at = it + std::uint32_t(j);
                 const int s = int(at % kStages);
-                mbar_wait(&full[s], (at / kStages) & 1);
+                mbar_wait(full_bar + 8u * std::uint32_t(s), (at / kStages) & 1);
                 wgmma_fence();
                 fence_registers(part);
                 issue(part, s, wg * 64, j > 0);
@@ -495,7 +512,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           // Each warp stores its own 16 rows of the chunk (a kCols x 16 TMA box from its part of the buffer), so the
           // chunk needs no warpgroup barrier: a warp waits for its own stores and syncs its own lanes (two
           // warpgroup barriers a chunk waited for the slowest warp: NOTES.md step 42).
-          std::uint8_t* buf = chunks + (wg * 2 + (chunk_counter & 1)) * kChunkBytes;
+          const std::uint32_t buf_addr = chunks_addr + std::uint32_t((wg * 2 + (chunk_counter & 1)) * kChunkBytes);
           if (lane == 0) tma_store_wait_read<1>();   // this warp's store that last used this buffer has read it
           __syncwarp();
           // The chunk's bias pairs: columns 8 jj + 2 (l % 4) and + 1 of the chunk, held by lane 4 jj + l % 4 (zero
@@ -514,7 +531,6 @@ __global__ void __launch_bounds__(kThreads, 1)
           // of a row are swizzled as the TMA store expects: 128-byte rows by the row's index mod 8, 64-byte rows by
           // bits 1-2 of it (the pattern repeats every 1024 and 512 bytes, and every warp's rows start on such a
           // boundary).
-          const std::uint32_t buf_addr = smem_addr(buf);
           // GELU or not is decided once per chunk, outside the element loop: tested per element pair (a branch
           // around each pair's GELU), the chunk compiled into 16 small blocks the scheduler could not interleave,
           // and packing it took ~570 cycles, the largest part of an epilogue that cost 6.5 % of the 4096^3 kernel
@@ -546,7 +562,8 @@ __global__ void __launch_bounds__(kThreads, 1)
           fence_proxy_async_smem();
           __syncwarp();
           if (lane == 0) {
-            tma_store(&map_c, buf + warp * kStoreRows * kCRowBytes, n0 + c * kCols, row0 + warp * kStoreRows, t.batch);
+            tma_store(&map_c, buf_addr + std::uint32_t(warp * kStoreRows * kCRowBytes), n0 + c * kCols,
+                      row0 + warp * kStoreRows, t.batch);
             tma_store_commit();
           }
         }

@@ -14,6 +14,14 @@ __device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
 }
 
+// The value, as one the compiler cannot recompute: it keeps it in a register instead of rebuilding it (from special
+// registers) inside a loop where registers are short (NOTES.md step 75: the fp8 mainloop rebuilt its shared-memory
+// base at the top of every promotion interval, with the tensor pipe drained).
+__device__ __forceinline__ std::uint32_t opaque(std::uint32_t v) {
+  asm volatile("mov.b32 %0, %0;" : "+r"(v));
+  return v;
+}
+
 // ---- mbarrier ----------------------------------------------------------------------------------------------
 __device__ __forceinline__ void mbar_init(std::uint64_t* bar, std::uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count));
@@ -26,34 +34,39 @@ __device__ __forceinline__ void fence_mbarrier_init() {
 __device__ __forceinline__ void mbar_arrive_expect_tx(std::uint64_t* bar, std::uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
 }
+// The barriers below are given by their shared-memory address. Converted from a generic pointer inside a hot
+// loop, each use re-read the shared window's base (S2R SR_SWINHI, S2UR SR_CgaCtaId) at the top of every fp8
+// promotion interval, on the tensor pipe's critical path (NOTES.md step 75); the kernel converts once.
 // Waits until the phase with the given parity has completed.
-__device__ __forceinline__ void mbar_wait(std::uint64_t* bar, std::uint32_t parity) {
+__device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parity) {
   asm volatile(
       "{\n"
       ".reg .pred done;\n"
       "WAIT_%=:\n"
       "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
       "@!done bra WAIT_%=;\n"
-      "}\n" ::"r"(smem_addr(bar)),
+      "}\n" ::"r"(bar),
       "r"(parity)
       : "memory");
 }
+__device__ __forceinline__ void mbar_wait(std::uint64_t* bar, std::uint32_t parity) { mbar_wait(smem_addr(bar), parity); }
 // Arrives on the barrier at the same shared-memory offset in CTA `cta_rank` of the cluster (itself included).
 // Default (.release.cta) semantics: the arriving warpgroup's reads of the stage were by wgmma, which has retired
 // (wgmma.wait_group), so no memory fence is needed; `.release.cluster` would cost a GPU-wide MEMBAR per call.
-__device__ __forceinline__ void mbar_arrive_cluster(std::uint64_t* bar, std::uint32_t cta_rank) {
+__device__ __forceinline__ void mbar_arrive_cluster(std::uint32_t bar, std::uint32_t cta_rank) {
   asm volatile(
       "{\n"
       ".reg .b32 remote;\n"
       "mapa.shared::cluster.u32 remote, %0, %1;\n"
       "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
-      "}\n" ::"r"(smem_addr(bar)),
+      "}\n" ::"r"(bar),
       "r"(cta_rank)
       : "memory");
 }
-__device__ __forceinline__ void mbar_arrive(std::uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+__device__ __forceinline__ void mbar_arrive(std::uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
+__device__ __forceinline__ void mbar_arrive(std::uint64_t* bar) { mbar_arrive(smem_addr(bar)); }
 
 // ---- stmatrix ------------------------------------------------------------------------------------------------
 // Stores four 8x8 b16 matrices from the warp's registers (fragment: lane l holds row l/4, elements 2 (l % 4) and
@@ -83,9 +96,9 @@ __device__ __forceinline__ void tma_load_multicast(void* dst, const CUtensorMap*
       : "memory");
 }
 // 3-D tile store from shared memory; out-of-bounds parts of the box are not written.
-__device__ __forceinline__ void tma_store(const CUtensorMap* map, const void* src, int x, int y, int z) {
+__device__ __forceinline__ void tma_store(const CUtensorMap* map, std::uint32_t src, int x, int y, int z) {
   asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(map),
-               "r"(smem_addr(src)), "r"(x), "r"(y), "r"(z)
+               "r"(src), "r"(x), "r"(y), "r"(z)
                : "memory");
 }
 __device__ __forceinline__ void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
@@ -124,10 +137,11 @@ __device__ __forceinline__ void fence_registers(float (&d)[R]) {
 // aligned. Byte offsets are encoded >> 4. For a K-major operand the stride offset is the distance between groups
 // of 8 rows (1024 B for 128-byte rows) and the leading offset is unused; for an MN-major operand the leading
 // offset steps to the next 64-element column block and the stride offset to the next group of 8 K-rows.
-__device__ __forceinline__ std::uint64_t smem_desc(const void* start, std::uint32_t leading_bytes,
+// `start` is a shared-memory address.
+__device__ __forceinline__ std::uint64_t smem_desc(std::uint32_t start, std::uint32_t leading_bytes,
                                                    std::uint32_t stride_bytes) {
   std::uint64_t d = 0;
-  d |= std::uint64_t((smem_addr(start) & 0x3FFFF) >> 4);
+  d |= std::uint64_t((start & 0x3FFFF) >> 4);
   d |= std::uint64_t((leading_bytes & 0x3FFFF) >> 4) << 16;
   d |= std::uint64_t((stride_bytes & 0x3FFFF) >> 4) << 32;
   d |= std::uint64_t(1) << 62;   // swizzle mode 1 = 128-byte
