@@ -3,7 +3,8 @@
 // stream, so that a launch that never returns is named instead of hanging a whole test binary.
 //   cutlass_probe list                          the compiled sm_90a instances, one symbol per line
 //   cutlass_probe SYMBOL [M N K] [deadline_s]   run it once on small-integer data, check sampled elements
-//                                               (CUTLASS_PROBE_SWIZZLE=s: the tile scheduler's swizzle)
+//                                               (CUTLASS_PROBE_SWIZZLE=s: the tile scheduler's swizzle;
+//                                               CUTLASS_PROBE_PROMOTION=n: an fp8 instance's promotion interval)
 // Exit status: 0 ran and matched, 1 wrong result or launch error, 2 usage, 3 did not finish by the deadline
 // (the process then _exits without touching the stream again). bench/run_cutlass_probe.sh drives it, one
 // process per instance under `timeout`, and is read by a person: never committed as evidence.
@@ -85,6 +86,9 @@ int probe(const CutlassInstance& inst, const cutlass_abi::InstanceOps& ops, int 
   // CUTLASS_PROBE_SWIZZLE: the tile scheduler's swizzle (1, 2, 4, 8), as cutlass.select tries them (to profile
   // one instance at the swizzle that won).
   if (const char* sw = std::getenv("CUTLASS_PROBE_SWIZZLE")) g.swizzle = std::atoi(sw);
+  // CUTLASS_PROBE_PROMOTION: an fp8 instance's promotion interval in wgmma k-blocks (4 = every 128-wide k-tile;
+  // 16 = every 4, our promote4), as cutlass.select tries them.
+  if (const char* pi = std::getenv("CUTLASS_PROBE_PROMOTION")) g.promotion_interval = std::atoi(pi);
   if (ops.can_implement(g) != cutlass_abi::kOk) {
     std::printf("  can_implement: no\n");
     return 1;

@@ -79,6 +79,19 @@ int main(int argc, char** argv) {
         if (fp8) c.promotion_interval = 4;
         kernels.push_back(ours::make_hopper_kernel(c));
       }
+  // Raster bands of the tiles launched as plain grids (filter "raster1x1", NOTES.md step 73): since step 72 a 1x1
+  // configuration's CTAs are placed as a plain grid's, so the band that suits it may differ from the pairs' 8.
+  if (filter.find("raster1x1") != std::string::npos)
+    for (int group : {1, 2, 4, 16, 32}) {
+      const std::string name = "raster1x1_" + std::to_string(group);
+      kernels.push_back(ours::make_hopper_kernel({name, false, 256, 1, 1, true, group, 0}));
+      kernels.push_back(ours::make_hopper_kernel({name, false, 128, 1, 1, true, group, 0, "cooperative", false, 1, 256}));
+      for (int bn : {128, 192}) {
+        ours::HopperConfig c{name, true, bn, 1, 1, true, group, 0};
+        c.promotion_interval = 8;
+        kernels.push_back(ours::make_hopper_kernel(c));
+      }
+    }
   // Split-K sweep (filter "splitsweep"): a decode shape's time against the split count, one CTA per tile and split
   // (NOTES.md step 24: is the decode gap each CTA's short mainloop, or the number of CTAs streaming?).
   if (filter.find("splitsweep") != std::string::npos)
