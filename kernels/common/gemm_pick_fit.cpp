@@ -109,9 +109,9 @@ std::vector<PickEvidence> read_pick_evidence_dir(const std::string& dir) {
 }
 
 const std::vector<std::string>& h100_pick_evidence_runs() {
-  // 2026-11-26: the kernel of NOTES.md step 44 (the idle second warpgroup at M <= 64, the 128 x 32 tile); the runs
-  // of earlier kernels stay committed (or archived: issue22/README.md) as what those kernels measured.
-  static const std::vector<std::string> runs = {"issue22/run-c72b87c"};
+  // 2026-11-27: the kernel of NOTES.md step 72 (1x1 configurations launched as plain grids); the runs of earlier
+  // kernels stay committed (or archived: issue22/README.md) as what those kernels measured.
+  static const std::vector<std::string> runs = {"issue22/run-c33cd64"};
   return runs;
 }
 
