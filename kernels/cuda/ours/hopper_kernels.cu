@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -403,11 +404,21 @@ std::string HopperConfig::name() const {
 }
 
 namespace {
-std::atomic<int> g_sabotage[3]{0, 0, 0};   // live hooks per KernelSabotage::What
+// Live hooks per kind: one counter per enumerator, chosen by a switch without a default, so that a new kind
+// without its counter is a compiler warning (-Wswitch) rather than an array indexed past its end.
+std::atomic<int>& live_hooks(KernelSabotage::What what) {
+  static std::atomic<int> skip_fix_up{0}, trim_rows{0}, without_cluster{0};
+  switch (what) {
+    case KernelSabotage::What::skip_stream_k_fix_up: return skip_fix_up;
+    case KernelSabotage::What::trim_live_rows_of_a: return trim_rows;
+    case KernelSabotage::What::launch_without_cluster: return without_cluster;
+  }
+  std::abort();   // not a KernelSabotage::What
+}
 }  // namespace
-KernelSabotage::KernelSabotage(What what) : what_(what) { ++g_sabotage[int(what)]; }
-KernelSabotage::~KernelSabotage() { --g_sabotage[int(what_)]; }
-bool KernelSabotage::active(What what) { return g_sabotage[int(what)].load() > 0; }
+KernelSabotage::KernelSabotage(What what) : what_(what) { ++live_hooks(what); }
+KernelSabotage::~KernelSabotage() { --live_hooks(what_); }
+bool KernelSabotage::active(What what) { return live_hooks(what).load() > 0; }
 
 std::unique_ptr<OurKernel> make_hopper_kernel(const HopperConfig& config) {
   return std::make_unique<HopperGemm>(config);
