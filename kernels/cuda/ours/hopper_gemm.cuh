@@ -118,14 +118,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   std::uint8_t* chunks = stage_b + kStages * kBSlab;
   auto* full = reinterpret_cast<std::uint64_t*>(chunks + Shape::kEpilogueBytes);
   std::uint64_t* empty = full + kStages;
-  // The stage barriers' shared-memory addresses, for the consumers' waits and releases: computed in the 32-bit
-  // shared space from the dynamic buffer's own address (a constant), so the compiler never rebuilds the generic
-  // pointer above inside a loop (it did, reading the shared window's base at the top of every fp8 promotion
-  // interval: NOTES.md step 75).
-  // The base is kept in a register (hopper_ptx.cuh's opaque()) where that measured faster (NOTES.md step 75: fp8
-  // promoting every k-tile 5-6 %, the 256 x 128 tile 1-2 %, fp8 128 x 192 promote8 1 %); the compiler rebuilds it
-  // as before in the fp8 128 x 128 tiles that promote every 4 or 8 k-tiles (the register cost them 1-2.5 %) and in
-  // the MN-major bf16 128 x 192 tile (it spilled).
+  // The same layout as 32-bit shared-memory addresses, which the consumers and the epilogue use: the stage
+  // barriers, the stages (the wgmma descriptors' base) and the epilogue buffers. Derived from the generic pointers
+  // above, the compiler rebuilt those pointers from special registers (SR_SWINHI, SR_CgaCtaId) inside the loops, at
+  // the top of every fp8 promotion interval with the tensor pipe drained (NOTES.md steps 74-75). The base is held
+  // in a register (hopper_ptx.cuh's opaque()) where that measured faster: fp8 promoting every k-tile 5-6 %, fp8
+  // 128 x 192 promote8 1 %. The fp8 128 x 128 tiles that promote every 4 or 8 k-tiles ran 1-2.5 % slower with the
+  // register, and the MN-major bf16 128 x 192 tile spilled: there the compiler may rebuild it, now from the 32-bit
+  // address alone.
   constexpr bool kHoldBase = !(BMnMajor && BN == 192) && !(Fp8 && BN == 128 && PromoteEvery > 1);
   const std::uint32_t smem_base = kHoldBase ? opaque((smem_addr(smem_raw) + 1023u) & ~1023u)
                                             : (smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -615,7 +615,8 @@ HopperInstance hopper_instance_of() {
     // kernels). The hardware places the CTAs of a cluster launch, even one of single-CTA clusters, otherwise than
     // a plain grid's, and consecutive CTAs, which take tiles that share A or B rows, then miss in L2 far more:
     // 1x1 tiles ran 5-33 % slower with the attribute (NOTES.md step 72; steps 36-37 had measured the extra DRAM
-    // traffic without finding its cause). The kernel sees a cluster of one either way.
+    // traffic without finding its cause). The kernel sees a cluster of one either way. (The test hook's override
+    // keeps the attribute: it launches a pair's parameters as clusters of one, which the kernel must stop.)
     const int cluster_ctas = args.cluster_ctas_override > 0 ? args.cluster_ctas_override
                                                             : args.params.cluster_m * args.params.cluster_n;
     cudaLaunchAttribute attr{};
