@@ -127,11 +127,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   // register, and the MN-major bf16 128 x 192 tile spilled: there the compiler may rebuild it, now from the 32-bit
   // address alone.
   constexpr bool kHoldBase = !(BMnMajor && BN == 192) && !(Fp8 && BN == 128 && PromoteEvery > 1);
-  const std::uint32_t smem_base = kHoldBase ? opaque((smem_addr(smem_raw) + 1023u) & ~1023u)
-                                            : (smem_addr(smem_raw) + 1023u) & ~1023u;
+  const std::uint32_t aligned_base = (smem_addr(smem_raw) + 1023u) & ~1023u;   // `smem` above, as an address
+  const std::uint32_t smem_base = kHoldBase ? opaque(aligned_base) : aligned_base;
   const std::uint32_t full_bar = smem_base + std::uint32_t(kStages * (kASlab + kBSlab) + Shape::kEpilogueBytes);
   const std::uint32_t empty_bar = full_bar + 8u * kStages;
-  const std::uint32_t desc_base = smem_base;
   const std::uint32_t chunks_addr = smem_base + std::uint32_t(kStages * (kASlab + kBSlab));   // epilogue buffers
 
   const int warpgroup = threadIdx.x / 128;
@@ -254,7 +253,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     std::uint32_t it = 0, chunk_counter = 0;
     float acc[kSlices][kAcc];
     // Descriptors of stage 0's A slab (row 0) and B slab; issue() adds a stage's and a K step's offsets.
-    const std::uint32_t stage_a_addr = desc_base, stage_b_addr = desc_base + std::uint32_t(kStages * kASlab);
+    const std::uint32_t stage_a_addr = smem_base, stage_b_addr = smem_base + std::uint32_t(kStages * kASlab);
     const std::uint64_t desc_a0 = smem_desc(stage_a_addr, 16, 1024);
     const std::uint64_t desc_b0 =
         BMnMajor ? smem_desc(stage_b_addr, kBlockK * kRowBytes, 1024) : smem_desc(stage_b_addr, 16, 1024);
@@ -617,15 +616,15 @@ HopperInstance hopper_instance_of() {
     // 1x1 tiles ran 5-33 % slower with the attribute (NOTES.md step 72; steps 36-37 had measured the extra DRAM
     // traffic without finding its cause). The kernel sees a cluster of one either way. (The test hook's override
     // keeps the attribute: it launches a pair's parameters as clusters of one, which the kernel must stop.)
-    const int cluster_ctas = args.cluster_ctas_override > 0 ? args.cluster_ctas_override
-                                                            : args.params.cluster_m * args.params.cluster_n;
+    const int configured = args.params.cluster_m * args.params.cluster_n;
+    const int cluster_ctas = args.cluster_ctas_override > 0 ? args.cluster_ctas_override : configured;
     cudaLaunchAttribute attr{};
     attr.id = cudaLaunchAttributeClusterDimension;
     attr.val.clusterDim.x = unsigned(cluster_ctas);
     attr.val.clusterDim.y = 1;
     attr.val.clusterDim.z = 1;
     cfg.attrs = &attr;
-    cfg.numAttrs = args.params.cluster_m * args.params.cluster_n == 1 ? 0 : 1;
+    cfg.numAttrs = configured == 1 ? 0 : 1;
     AISPFLOW_CUDA_CHECK(
         cudaLaunchKernelEx(&cfg, hopper_gemm_kernel<Fp8, BM, BN, BMnMajor, PingPong, PromoteEvery>, *args.a, *args.b, *args.c, args.params));
   };

@@ -66,7 +66,6 @@ __device__ __forceinline__ void mbar_arrive_cluster(std::uint32_t bar, std::uint
 __device__ __forceinline__ void mbar_arrive(std::uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
-__device__ __forceinline__ void mbar_arrive(std::uint64_t* bar) { mbar_arrive(smem_addr(bar)); }
 
 // ---- stmatrix ------------------------------------------------------------------------------------------------
 // Stores four 8x8 b16 matrices from the warp's registers (fragment: lane l holds row l/4, elements 2 (l % 4) and
