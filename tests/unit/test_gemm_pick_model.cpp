@@ -33,7 +33,7 @@ PickConfig config(int bn, int cm, int cn, int bk = 64) {
 // case), each with the ratio it must still reach: the measured gap, a little rounded down (docs/kernels.md lists
 // them). A record that misses and is not listed fails the test (re-fit with bench/tools/fit_pick_model --fit, or
 // list it here with its gap and say so in docs/kernels.md), and so does a listed one that falls below its floor.
-// In-sample misses of the committed constants on run-c33cd64 (gemm_pick_model.cpp).
+// Misses of the committed constants on run-c33cd64, in sample, and on run-5144b21, held out (gemm_pick_model.cpp).
 const std::map<std::string, double> kKnownMisses = {
     // fp8 at N = 2880 and 5120 with K = 2880 (23 k-tiles: two intervals of 8 and seven single k-tiles): 128x192
     // promote8 picked, promote4 with staggered promotion wins by 3-4.5 %.
@@ -46,6 +46,12 @@ const std::map<std::string, double> kKnownMisses = {
     // 4.5 %).
     {"issue22/run-c33cd64/unaligned/run/nodes/fp8/artifact.json: m3000_n5000_k2001 fp8_e4m3 nt none", 0.96},
     {"issue22/run-c33cd64/unaligned/run/nodes/short_k/artifact.json: m4096_n2880_k128 bf16 nt none", 0.95},
+    // Held out (run-5144b21, not fitted on): kernel_selector's fp8 prefill attn_out (the 2x1 pair picked, 128x192
+    // promote8 without a cluster wins by 5 %), and the same two unaligned.yaml records (5 % and 3 %).
+    {"issue22/run-5144b21/kernel_selector/run/nodes/select/artifact.json: prefill_t4096_attn_out fp8_e4m3 nt none",
+     0.94},
+    {"issue22/run-5144b21/unaligned/run/nodes/fp8/artifact.json: m3000_n5000_k2001 fp8_e4m3 nt none", 0.94},
+    {"issue22/run-5144b21/unaligned/run/nodes/short_k/artifact.json: m4096_n2880_k128 bf16 nt none", 0.96},
 };
 
 // The records the model is held to: those of the kernel it picks for (h100_pick_evidence_runs()).
@@ -97,8 +103,9 @@ std::string joined(const std::vector<std::string>& lines) {
 
 TEST(GemmPickModel, EveryCommittedAutotunePickWithin3PercentOfTheWinner) {
   const auto records = evidence();
-  // 61 records: issue22/run-c33cd64's cluster_gemm, kernel_selector and unaligned (gemm_pick_fit.cpp).
-  ASSERT_GE(records.size(), 61u) << "the committed autotune evidence was not found under " << kEvidenceDir;
+  // 122 records: issue22/run-c33cd64's and run-5144b21's cluster_gemm, kernel_selector and unaligned
+  // (gemm_pick_fit.cpp).
+  ASSERT_GE(records.size(), 122u) << "the committed autotune evidence was not found under " << kEvidenceDir;
   const auto failures = pick_failures(records, h100_pick_constants(), kKnownMisses);
   EXPECT_TRUE(failures.empty()) << joined(failures);
 }
