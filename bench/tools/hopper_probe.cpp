@@ -106,6 +106,37 @@ int main(int argc, char** argv) {
         kernels.push_back(ours::make_hopper_kernel({"cluster8", false, bn, cm, cn, true, 8, 0}));
         if (bn == 64) kernels.push_back(ours::make_hopper_kernel({"cluster8", true, bn, cm, cn, true, 8, 0, "cooperative", false, 4}));
       }
+  // Configurations the autotune list does not hold (filter "combos", NOTES.md step 78), each beside the listed
+  // configuration it varies ("combos_base"): fp8 promote8 as cuBLASLt's 1x2 pair (A multicast) and with stream-K;
+  // bf16 256 x 128 with stream-K; 128 x 64 in clusters of 4 (1000^3 is bound by its operand reads).
+  if (filter.find("combos") != std::string::npos) {
+    auto fp8_p8 = [](const std::string& name, int bn, int cm, int cn, bool sk) {
+      ours::HopperConfig c{name, true, bn, cm, cn, true, 8, 0, "cooperative", sk, 8};
+      return ours::make_hopper_kernel(c);
+    };
+    auto tall = [](const std::string& name, int cm, int cn, bool sk) {
+      ours::HopperConfig c{name, false, 128, cm, cn, true, 8, 0, "cooperative", sk};
+      c.block_m = 256;
+      return ours::make_hopper_kernel(c);
+    };
+    for (int bn : {128, 192}) {
+      kernels.push_back(fp8_p8("combos_base", bn, 1, 1, false));
+      kernels.push_back(fp8_p8("combos_base", bn, 2, 1, false));
+      kernels.push_back(fp8_p8("combos", bn, 1, 2, false));
+      kernels.push_back(fp8_p8("combos", bn, 2, 2, false));
+      kernels.push_back(fp8_p8("combos", bn, 1, 1, true));
+      kernels.push_back(fp8_p8("combos", bn, 2, 1, true));
+    }
+    kernels.push_back(tall("combos_base", 1, 1, false));
+    kernels.push_back(tall("combos_base", 1, 2, false));
+    kernels.push_back(tall("combos", 1, 1, true));
+    kernels.push_back(tall("combos", 2, 1, true));
+    kernels.push_back(tall("combos", 1, 2, true));
+    kernels.push_back(ours::make_hopper_kernel({"combos_base", false, 64, 1, 1, true, 8, 0}));
+    kernels.push_back(ours::make_hopper_kernel({"combos_base", false, 64, 2, 1, true, 8, 0}));
+    for (auto [cm, cn] : {std::pair{2, 2}, std::pair{4, 1}, std::pair{1, 4}})
+      kernels.push_back(ours::make_hopper_kernel({"combos", false, 64, cm, cn, true, 8, 0}));
+  }
   std::mt19937_64 rng(42);
   for (const Case& cs : cases) {
     GemmShape s;
