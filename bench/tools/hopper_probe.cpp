@@ -137,19 +137,6 @@ int main(int argc, char** argv) {
     for (auto [cm, cn] : {std::pair{2, 2}, std::pair{4, 1}, std::pair{1, 4}})
       kernels.push_back(ours::make_hopper_kernel({"combos", false, 64, cm, cn, true, 8, 0}));
   }
-  // 192 x 128 tiles (filter "tall192", NOTES.md step 79): three consumer warpgroups of 64 rows, beside the
-  // 256 x 128 tile they would replace ("tall192_base").
-  if (filter.find("tall192") != std::string::npos)
-    for (int bm : {256, 192})
-      for (auto [cm, cn] : {std::pair{1, 1}, std::pair{1, 2}, std::pair{2, 1}}) {
-        ours::HopperConfig c{bm == 256 ? "tall192_base" : "tall192", false, 128, cm, cn, true, 8, 0};
-        c.block_m = bm;
-        kernels.push_back(ours::make_hopper_kernel(c));
-        if (bm == 192 && cm * cn == 1) {
-          c.stream_k = true;
-          kernels.push_back(ours::make_hopper_kernel(c));
-        }
-      }
   std::mt19937_64 rng(42);
   for (const Case& cs : cases) {
     GemmShape s;

@@ -4,8 +4,7 @@
 //   C[b][M x N] = epilogue(scale * A[b][M x K] * B[b] + bias),  A row-major (K-major), B either K-major
 //   (layout nt: stored N x K) or MN-major (layout nn: stored K x N), C bf16 row-major.
 //
-// One CTA = 3 warpgroups (384 threads) computing a BM x BN tile (BM = 128, or 256 for bf16 at BN = 128; at BM = 192,
-// bf16 at BN = 128, 4 warpgroups: three consumers of 64 rows each, NOTES.md step 79):
+// One CTA = 3 warpgroups (384 threads) computing a BM x BN tile (BM = 128, or 256 for bf16 at BN = 128):
 //   warpgroup 0, the producer: one thread issues TMA loads of A and B k-tiles (128 bytes of K per row, 128-byte
 //     swizzle) into a ring of STAGES shared-memory stages; `full[s]` (an mbarrier with a transaction count)
 //     completes when a stage's bytes have landed, `empty[s]` when every consumer that reads it is done;
@@ -17,8 +16,7 @@
 //     chunks, 64-byte-swizzled, for BN = 32), and each warp TMA-stores its own 16 rows of a chunk. At M <= 64
 //     (decode) the second consumer's rows lie past M: it sits out.
 // Register budget: setmaxnreg gives the producer 56 registers and each consumer thread 224 (BM x BN / 256
-// accumulators: 128 for 128x256 and 256x128, whose two m64n128 wgmmas per k-step are cuBLASLt's bf16 shape); with
-// three consumers 152 (64 accumulators each: hopper_params.hpp's consumer_registers).
+// accumulators: 128 for 128x256 and 256x128, whose two m64n128 wgmmas per k-step are cuBLASLt's bf16 shape).
 //
 // Ping-pong schedule (PingPong = true, bf16, BN = 128): the consumers no longer split a tile; each computes whole
 // 128 x BN tiles (two m64 wgmmas per k-step, BN accumulators per thread), warpgroup 1 the CTA's even work items
@@ -56,16 +54,15 @@
 namespace aispflow::kernels::cuda::ours {
 
 
-// Named barriers 1 to 3 are the consumers' epilogue barriers (one per consumer warpgroup); 4 and 5 order the
-// ping-pong mainloops.
-constexpr int kOrderBarrier = 4;
+// Named barriers 1 and 2 are the consumers' epilogue barriers; 3 and 4 order the ping-pong mainloops.
+constexpr int kOrderBarrier = 3;
 
 template <bool Fp8, int BM, int BN>
 struct HopperShape {
   static constexpr int kBlockK = Fp8 ? 128 : 64;                     // elements of K per stage (128 bytes)
   static constexpr int kKStep = Fp8 ? 32 : 16;                       // K per wgmma instruction
   static constexpr int kStageBytes = (BM + BN) * kRowBytes;
-  static constexpr int kEpilogueBytes = consumer_warpgroups(BM) * 2 * kChunkBytes;   // consumers x double buffer
+  static constexpr int kEpilogueBytes = 2 * 2 * kChunkBytes;         // 2 consumers x double buffer
   static constexpr int kBarrierBytes = 256;
   static constexpr int kFixedBytes = 1024 + kEpilogueBytes + kBarrierBytes;
   static constexpr int kStages = std::min(8, (kSmemLimit - kFixedBytes) / kStageBytes);
@@ -93,14 +90,13 @@ __device__ __forceinline__ std::uint32_t pack_bf16x2(float lo, float hi) {
 }
 
 template <bool Fp8, int BM, int BN, bool BMnMajor, bool PingPong, int PromoteEvery>
-__global__ void __launch_bounds__(cta_threads(BM), 1)
+__global__ void __launch_bounds__(kThreads, 1)
     hopper_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                        const __grid_constant__ CUtensorMap map_c, const HopperParams p) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Shape = HopperShape<Fp8, BM, BN>;
-  static_assert(BM == 128 || ((BM == 256 || BM == 192) && !Fp8 && !PingPong && BN == 128),
-                "192- and 256-row tiles: bf16, cooperative, 128 columns (the accumulators of 128x256)");
-  constexpr int kConsumers = consumer_warpgroups(BM);
+  static_assert(BM == 128 || (BM == 256 && !Fp8 && !PingPong && BN == 128),
+                "256-row tiles: bf16, cooperative, 128 columns (the accumulators of 128x256)");
   constexpr int kStages = Shape::kStages;
   constexpr int kBlockK = Shape::kBlockK;
   constexpr int kASlab = BM * kRowBytes;               // A bytes per stage
@@ -130,7 +126,7 @@ __global__ void __launch_bounds__(cta_threads(BM), 1)
   // 128 x 192 promote8 1 %. The fp8 128 x 128 tiles that promote every 4 or 8 k-tiles ran 1-2.5 % slower with the
   // register, and the MN-major bf16 128 x 192 tile spilled: there the compiler may rebuild it, now from the 32-bit
   // address alone.
-  constexpr bool kHoldBase = !(BMnMajor && BN == 192) && !(Fp8 && BN == 128 && PromoteEvery > 1) && BM != 192;
+  constexpr bool kHoldBase = !(BMnMajor && BN == 192) && !(Fp8 && BN == 128 && PromoteEvery > 1);
   const std::uint32_t aligned_base = (smem_addr(smem_raw) + 1023u) & ~1023u;   // `smem` above, as an address
   const std::uint32_t smem_base = kHoldBase ? opaque(aligned_base) : aligned_base;
   const std::uint32_t full_bar = smem_base + std::uint32_t(kStages * (kASlab + kBSlab) + Shape::kEpilogueBytes);
@@ -144,7 +140,7 @@ __global__ void __launch_bounds__(cta_threads(BM), 1)
   // `empty` barriers do not wait for it (its wgmmas on stale rows took the tensor pipe from the live warpgroup's,
   // on decode's critical path: NOTES.md step 44).
   const bool second_idle = !PingPong && BM == 128 && p.a_box_rows > 0;
-  const int readers = PingPong || second_idle ? 1 : kConsumers;
+  const int readers = PingPong || second_idle ? 1 : 2;
   const int rank = int(cluster_cta_rank());
   const int rank_m = rank % p.cluster_m, rank_n = rank / p.cluster_m;
   const int cluster_id = int(blockIdx.x) / cluster_size;
@@ -228,7 +224,7 @@ __global__ void __launch_bounds__(cta_threads(BM), 1)
     __syncthreads();
 
   if (warpgroup == 0) {
-    setmaxnreg_dec<kProducerRegisters>();
+    setmaxnreg_dec<56>();
     if (threadIdx.x == 0) {
       std::uint32_t it = std::uint32_t(pre_issued);
       for (int skip = pre_issued; has_unit; has_unit = producer_schedule.next(unit), skip = 0) {
@@ -244,15 +240,15 @@ __global__ void __launch_bounds__(cta_threads(BM), 1)
     // covers the first consumer's increase alone).
   } else {
     // ---------------- consumers ----------------
-    setmaxnreg_inc<consumer_registers(BM)>();
+    setmaxnreg_inc<224>();
     const int wg = warpgroup - 1;
     const int tid = threadIdx.x % 128;
     const int warp = tid / 32, lane = tid % 32;
     const float scale = (Fp8 && p.scale_a && p.scale_b) ? (*p.scale_a) * (*p.scale_b) : 1.0f;
-    // Cooperative: this warpgroup computes the 64-row slices [wg x kSlices, (wg + 1) x kSlices) of every tile (one
-    // at BM = 128 and 192, two at 256). Ping-pong: both 64-row slices of every other tile (work items of its parity
-    // among this CTA's).
-    constexpr int kSlices = PingPong ? 2 : BM / (64 * kConsumers);
+    // Cooperative: this warpgroup computes the 64-row slices [wg x BM/128, (wg + 1) x BM/128) of every tile (one
+    // at BM = 128, two at 256). Ping-pong: both 64-row slices of every other tile (work items of its parity among
+    // this CTA's).
+    constexpr int kSlices = PingPong ? 2 : BM / 128;
     const int first_slice = PingPong ? 0 : wg * kSlices;
     std::uint32_t it = 0, chunk_counter = 0;
     float acc[kSlices][kAcc];
@@ -441,10 +437,8 @@ __global__ void __launch_bounds__(cta_threads(BM), 1)
         // Stream-K (cooperative schedules only). A slot holds one warpgroup's accumulators (its kSlices 64-row
         // slices) in register order, float4-interleaved across its 128 threads (coalesced).
         constexpr int kSlotFloats = kSlices * 128 * kAcc;
-        auto slot = [&](int c) {
-          return p.sk_partials + ((std::int64_t(c) * cluster_size + rank) * kConsumers + wg) * kSlotFloats;
-        };
-        auto flag = [&](int c) { return p.sk_flags + (c * cluster_size + rank) * kConsumers + wg; };
+        auto slot = [&](int c) { return p.sk_partials + ((std::int64_t(c) * cluster_size + rank) * 2 + wg) * kSlotFloats; };
+        auto flag = [&](int c) { return p.sk_flags + (c * cluster_size + rank) * 2 + wg; };
         // A warpgroup whose rows all lie past M (decode: M = 64 leaves the second 64-row slice empty) has nothing
         // to hand over: its contributors and its owner skip the slot and the flag alike (same tile, same rows).
         const bool rows_live = m0 + first_slice * 64 < p.m;
@@ -597,7 +591,7 @@ HopperInstance hopper_instance_of() {
   inst.max_clusters = [](int cluster_size) {
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(unsigned(cluster_size) * 132, 1, 1);
-    cfg.blockDim = dim3(cta_threads(BM), 1, 1);
+    cfg.blockDim = dim3(kThreads, 1, 1);
     cfg.dynamicSmemBytes = HopperShape<Fp8, BM, BN>::kSmemBytes;
     cudaLaunchAttribute attr{};
     attr.id = cudaLaunchAttributeClusterDimension;
@@ -613,7 +607,7 @@ HopperInstance hopper_instance_of() {
   inst.launch = [](const HopperLaunchArgs& args, cudaStream_t stream) {
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(unsigned(args.ctas), 1, 1);
-    cfg.blockDim = dim3(cta_threads(BM), 1, 1);
+    cfg.blockDim = dim3(kThreads, 1, 1);
     cfg.dynamicSmemBytes = HopperShape<Fp8, BM, BN>::kSmemBytes;
     cfg.stream = stream;
     // A 1x1 configuration launches without the cluster attribute, as a plain grid (as CUTLASS launches its 1x1

@@ -1,5 +1,5 @@
 // Compiled instances of the Hopper GEMM kernel: bf16 kmajor, block N 32 / 64 / 128 / 192 / 256, the
-// 256 x 128 and 192 x 128 tiles, and the ping-pong schedule at block N 128. Each dtype x
+// 256 x 128 tile, and the ping-pong schedule at block N 128. Each dtype x
 // major-mode family is its own translation unit so the heavy instances compile in parallel.
 #include "kernels/cuda/ours/hopper_gemm.cuh"
 
@@ -7,7 +7,6 @@ namespace aispflow::kernels::cuda::ours {
 
 HopperInstance hopper_instance_bf16_kmajor(int block_m, int block_n, bool ping_pong) {
   if (block_m == 256) return block_n == 128 && !ping_pong ? hopper_instance_of<false, 256, 128, false, false>() : HopperInstance{};
-  if (block_m == 192) return block_n == 128 && !ping_pong ? hopper_instance_of<false, 192, 128, false, false>() : HopperInstance{};
   if (block_m != 128) return {};
   if (ping_pong) return block_n == 128 ? hopper_instance_of<false, 128, 128, false, true>() : HopperInstance{};
   switch (block_n) {

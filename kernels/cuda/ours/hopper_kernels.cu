@@ -137,7 +137,7 @@ class HopperGemm final : public OurKernel {
     char text[512];
     std::snprintf(text, sizeof text,
                   "%s %s %s tile %dx%dx%d stages %d cluster %dx%d %s split-k %d; wgmma m64n%dk%d from %s-major B, "
-                  "TMA loads (128B swizzle%s), 1 producer + %d consumer warpgroups (%s), epilogue %s",
+                  "TMA loads (128B swizzle%s), 1 producer + 2 consumer warpgroups (%s), epilogue %s",
                   config_.family.c_str(), c.dtype.c_str(), c.layout.c_str(), config_.block_m, config_.block_n,
                   config_.block_k(),
                   stages(), config_.cluster_m, config_.cluster_n,
@@ -145,7 +145,6 @@ class HopperGemm final : public OurKernel {
                                      : "one tile per CTA",
                   splits_that_run(c.shape), config_.block_n, config_.fp8 ? 32 : 16, mn ? "MN" : "K",
                   config_.cluster_m * config_.cluster_n > 1 ? ", cluster multicast" : "",
-                  consumer_warpgroups(config_.block_m),
                   config_.ping_pong()         ? "ping-pong: whole tiles in turn"
                   : config_.block_m == 256    ? "cooperative: 128 rows each"
                                                : "cooperative: 64 rows each",
@@ -257,11 +256,10 @@ class HopperGemm final : public OurKernel {
       p.sk_tiles = small_grid > 0 ? small_grid
                                   : stream_k_tiles(p.total_work, clusters, p.k_tiles, config_.block_m, config_.block_n);
       if (p.sk_tiles > 0) {
-        // One slot per consumer warpgroup: its rows of the tile, block_n floats each.
-        const int consumers = consumer_warpgroups(config_.block_m);
-        const std::size_t slot_floats = std::size_t(config_.block_m / consumers) * config_.block_n;
-        plan->sk_partials = DeviceBuffer(std::size_t(plan->ctas) * consumers * slot_floats * sizeof(float));
-        plan->sk_flags = DeviceBuffer(std::size_t(plan->ctas) * consumers * sizeof(int));
+        // One slot per consumer warpgroup: its share of the tile, block_m x block_n / 256 floats a thread.
+        const std::size_t slot_floats = std::size_t(128) * (config_.block_m * config_.block_n / 256);
+        plan->sk_partials = DeviceBuffer(std::size_t(plan->ctas) * 2 * slot_floats * sizeof(float));
+        plan->sk_flags = DeviceBuffer(std::size_t(plan->ctas) * 2 * sizeof(int));
         AISPFLOW_CUDA_CHECK(cudaMemset(plan->sk_flags.get(), 0, plan->sk_flags.bytes()));
         p.sk_partials = plan->sk_partials.as<float>();
         p.sk_flags = plan->sk_flags.as<int>();

@@ -10,18 +10,7 @@
 namespace aispflow::kernels::cuda::ours {
 
 constexpr int kRowBytes = 128;        // bytes of K per operand row in a stage: one 128-byte swizzle row
-// Consumer warpgroups of a tile BM rows tall: two (64 rows each at BM = 128, 128 at 256), or three of 64 rows at
-// BM = 192 (NOTES.md step 79). A CTA is one producer warpgroup plus these.
-constexpr int consumer_warpgroups(int block_m) { return block_m == 192 ? 3 : 2; }
-constexpr int cta_threads(int block_m) { return 128 * (1 + consumer_warpgroups(block_m)); }
-// Registers a consumer thread gets once the producer has given its own back (setmaxnreg): the 64 K registers of
-// an SM less the producer's 128 x 56, shared by the consumers, rounded down to a multiple of 8; at most 224
-// (BM x BN / 256 accumulators of the 128 x 256 and 256 x 128 tiles plus their addressing).
-constexpr int kProducerRegisters = 56;
-constexpr int consumer_registers(int block_m) {
-  const int share = (65536 - 128 * kProducerRegisters) / (128 * consumer_warpgroups(block_m)) / 8 * 8;
-  return share < 224 ? share : 224;
-}
+constexpr int kThreads = 384;         // producer + 2 consumer warpgroups
 constexpr int kChunkCols = 64;        // epilogue chunk: 64 x 64 bf16 = one 128-byte-swizzled 8 KB tile
 constexpr int kChunkBytes = 64 * kChunkCols * 2;
 constexpr int kStoreRows = 16;        // rows of C one TMA store writes: one warp's rows of a chunk
@@ -47,7 +36,7 @@ struct HopperParams {
   float* partials = nullptr;          // split-K: [splits][batch][m][n] fp32
   // Stream-K (hopper_gemm.cuh, WorkSchedule): the last sk_tiles work items are shared out by k-iterations.
   int sk_tiles = 0;
-  float* sk_partials = nullptr;       // [clusters][cluster CTA][consumer warpgroup][its rows x BN] fp32
+  float* sk_partials = nullptr;       // [clusters][cluster CTA][consumer warpgroup][128 threads x BM x BN / 256] fp32
   int* sk_flags = nullptr;            // [clusters][cluster CTA][consumer warpgroup]: 1 = that slot is written
   int sk_skip_fixup = 0;              // test hook (KernelSabotage): owners ignore the contributions
   // fp8 with a promotion interval: consumer warpgroup 1 promotes its first this many k-tiles of each work unit
@@ -82,7 +71,7 @@ struct HopperInstance {
 // Which compiled instance: the kernel template's parameters (hopper_gemm.cuh).
 struct HopperInstanceKey {
   bool fp8 = false;
-  int block_m = 128;        // 128, or 192 / 256 (bf16, cooperative, block N 128)
+  int block_m = 128;        // 128, or 256 (bf16, cooperative, block N 128)
   int block_n = 256;
   bool b_mn_major = false;  // B stored K x N (layout nn, bf16)
   bool ping_pong = false;   // the consumers take whole tiles in turn (bf16, block N 128) instead of sharing each
