@@ -5,33 +5,78 @@
 // CPU and check what the kernel relies on: each k-iteration of each tile is done once, every shared tile has one
 // owner, and no wait can close a cycle (tests/unit/test_work_schedule.cpp).
 //
-// Params needs: batch, cm_tiles, cn_tiles, raster_group, total_work, sk_tiles, k_tiles, k_tiles_per_split.
+// Params needs: batch, cm_tiles, cn_tiles, raster_group, total_work, sk_tiles, k_tiles, k_tiles_per_split, and
+// `divisors` (WorkDivisors::of the first four).
 #include <cstdint>
 
 #include "kernels/common/host_device.hpp"
 
 namespace aispflow::kernels {
 
-// Work item -> (split, batch, cluster row, cluster column), rasterized in bands of `raster_group` cluster-rows.
+// n / d for 0 <= n < 2^31 and 1 <= d < 2^31 as one 32 x 32 -> 64-bit multiply and a shift. The GPU has no integer
+// divider: a division by a run-time value is ~25 instructions in a dependent chain (I2F, MUFU.RCP, F2I, fix-ups), and
+// decode_work made four of them per work unit, on the consumers' critical path between one tile's epilogue and the
+// next tile's mainloop: ~0.5 us a tile with the tensor pipe idle (NOTES.md step 80's per-tile timeline).
+// The multiplier is Granlund and Montgomery's rounded-up reciprocal: with s = 31 + ceil(log2 d) and
+// m = ceil(2^s / d) (< 2^32), m d = 2^s + e with 0 <= e < d, so n m / 2^s = n / d + n e / (d 2^s), and
+// n e / 2^s < 2^31 d / 2^s <= 1: the excess never carries floor(n / d) to the next integer.
+struct FastDivisor {
+  int d = 1;
+  std::uint32_t mul = 1u << 31;   // ceil(2^shift / d)
+  std::uint32_t shift = 31;       // 31 + ceil(log2 d)
+  static FastDivisor of(int divisor) {
+    FastDivisor f;
+    f.d = divisor < 1 ? 1 : divisor;
+    int log2_ceil = 0;
+    while ((std::int64_t(1) << log2_ceil) < f.d) ++log2_ceil;
+    f.shift = std::uint32_t(31 + log2_ceil);
+    f.mul = std::uint32_t(((std::uint64_t(1) << f.shift) + std::uint64_t(f.d) - 1) / std::uint64_t(f.d));
+    return f;
+  }
+  AISPFLOW_HOST_DEVICE int div(int n) const {
+    return int((std::uint64_t(std::uint32_t(n)) * mul) >> shift);
+  }
+};
+
+// The divisions decode_work makes, prepared once on the host (rows: a band's cluster-rows; the last band has only
+// what is left of cm_tiles, which last_rows divides by).
+struct WorkDivisors {
+  FastDivisor per_split, per_batch, band, rows, last_rows;
+  static WorkDivisors of(int batch, int cm_tiles, int cn_tiles, int raster_group) {
+    WorkDivisors v;
+    v.per_split = FastDivisor::of(batch * cm_tiles * cn_tiles);
+    v.per_batch = FastDivisor::of(cm_tiles * cn_tiles);
+    v.band = FastDivisor::of(raster_group * cn_tiles);
+    v.rows = FastDivisor::of(raster_group);
+    const int left = cm_tiles % raster_group;
+    v.last_rows = FastDivisor::of(left == 0 ? raster_group : left);
+    return v;
+  }
+};
+
+// Work item -> (split, batch, cluster row, cluster column), rasterized in bands of `raster_group` cluster-rows,
+// each band walked column by column.
 struct WorkTile {
   int split, batch, cm, cn;
 };
 
 template <class Params>
 AISPFLOW_HOST_DEVICE inline WorkTile decode_work(const Params& p, int w) {
-  const int per_split = p.batch * p.cm_tiles * p.cn_tiles;
+  const WorkDivisors& v = p.divisors;
   WorkTile t;
-  t.split = w / per_split;
-  int rest = w % per_split;
-  const int per_batch = p.cm_tiles * p.cn_tiles;
-  t.batch = rest / per_batch;
-  rest %= per_batch;
-  const int band = p.raster_group * p.cn_tiles;
-  const int first = (rest / band) * p.raster_group;
-  const int rows = p.raster_group < p.cm_tiles - first ? p.raster_group : p.cm_tiles - first;
-  const int local = rest % band;
-  t.cm = first + local % rows;
-  t.cn = local / rows;
+  t.split = v.per_split.div(w);
+  int rest = w - t.split * v.per_split.d;
+  t.batch = v.per_batch.div(rest);
+  rest -= t.batch * v.per_batch.d;
+  const int band = v.band.div(rest);
+  const int first = band * p.raster_group;
+  const int local = rest - band * v.band.d;
+  const bool full_band = first + p.raster_group <= p.cm_tiles;
+  // The two divisors' fields chosen one by one: a reference to either struct would make the kernel copy both.
+  const FastDivisor rows{full_band ? v.rows.d : v.last_rows.d, full_band ? v.rows.mul : v.last_rows.mul,
+                         full_band ? v.rows.shift : v.last_rows.shift};
+  t.cn = rows.div(local);
+  t.cm = first + local - t.cn * rows.d;
   return t;
 }
 

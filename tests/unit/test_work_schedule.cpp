@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 #include <tuple>
@@ -22,6 +23,7 @@ namespace {
 struct Params {
   int batch = 1, cm_tiles = 1, cn_tiles = 1, raster_group = 8;
   int total_work = 0, sk_tiles = 0, k_tiles = 1, k_tiles_per_split = 1;
+  WorkDivisors divisors;
 };
 
 Params grid(int batch, int cm_tiles, int cn_tiles, int k_tiles, int splits = 1, int sk_tiles = 0, int raster = 8) {
@@ -34,6 +36,7 @@ Params grid(int batch, int cm_tiles, int cn_tiles, int k_tiles, int splits = 1, 
   p.k_tiles_per_split = (k_tiles + splits - 1) / splits;
   p.total_work = splits * batch * cm_tiles * cn_tiles;
   p.sk_tiles = sk_tiles;
+  p.divisors = WorkDivisors::of(batch, cm_tiles, cn_tiles, raster);
   return p;
 }
 
@@ -175,6 +178,70 @@ TEST(WorkSchedule, AnEmptyRangeIsRefusedByTheRuleAndCaughtByTheCheck) {
   const std::string verdict = check(p, 132);
   EXPECT_NE(verdict.find("waits"), std::string::npos) << verdict;
   EXPECT_EQ(check(p, 15), "");
+}
+
+// FastDivisor against the hardware's division: every divisor up to 3000 and the largest ones, each on the values
+// where a rounded reciprocal goes wrong first (around multiples of d, and up to 2^31 - 1), and on random values.
+TEST(FastDivisor, MatchesIntegerDivisionOverTheWholeRange) {
+  std::mt19937 rng(7);
+  std::vector<int> divisors;
+  for (int d = 1; d <= 3000; ++d) divisors.push_back(d);
+  for (int d : {4095, 4096, 4097, 65535, 65536, 65537, (1 << 30) - 1, 1 << 30, (1 << 30) + 1, 2147483646, 2147483647})
+    divisors.push_back(d);
+  long mismatches = 0;
+  for (const int d : divisors) {
+    const FastDivisor f = FastDivisor::of(d);
+    std::vector<std::int64_t> ns = {0, 1, d - 1, d, d + 1, 2147483647, 2147483646, 2147483647 - d};
+    const std::int64_t top = 2147483647 / d;   // the largest quotient
+    for (std::int64_t q : {std::int64_t(1), std::int64_t(2), top / 2, top - 1, top})
+      for (std::int64_t off : {-1, 0, 1}) ns.push_back(q * d + off);
+    for (int i = 0; i < 64; ++i) ns.push_back(std::uniform_int_distribution<std::int64_t>(0, 2147483647)(rng));
+    for (const std::int64_t n : ns) {
+      if (n < 0 || n > 2147483647) continue;
+      if (f.div(int(n)) != int(n / d)) {
+        if (++mismatches < 5) ADD_FAILURE() << n << " / " << d << ": " << f.div(int(n)) << ", not " << n / d;
+      }
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+// decode_work's order is the plain-division rasterization it replaced (bands of raster_group cluster-rows, each
+// walked column by column; the last band keeps what is left of the rows), for every work item of many grids. The
+// comparison can fail: divisors prepared for another raster band give another order, and it sees that.
+WorkTile reference_decode(const Params& p, int w) {
+  const int per_split = p.batch * p.cm_tiles * p.cn_tiles, per_batch = p.cm_tiles * p.cn_tiles;
+  WorkTile t;
+  t.split = w / per_split;
+  int rest = w % per_split;
+  t.batch = rest / per_batch;
+  rest %= per_batch;
+  const int band = p.raster_group * p.cn_tiles;
+  const int first = (rest / band) * p.raster_group;
+  const int rows = std::min(p.raster_group, p.cm_tiles - first);
+  const int local = rest % band;
+  t.cm = first + local % rows;
+  t.cn = local / rows;
+  return t;
+}
+
+int decode_mismatches(const Params& p) {
+  int bad = 0;
+  for (int w = 0; w < p.total_work; ++w) bad += key(decode_work(p, w)) != key(reference_decode(p, w));
+  return bad;
+}
+
+TEST(WorkSchedule, DecodeMatchesThePlainDivisionOrder) {
+  for (int batch : {1, 3})
+    for (int cm : {1, 2, 7, 8, 9, 16, 33, 64})
+      for (int cn : {1, 5, 23, 64})
+        for (int raster : {1, 2, 3, 8, 16})
+          for (int splits : {1, 2, 5})
+            EXPECT_EQ(decode_mismatches(grid(batch, cm, cn, 10, splits, 0, raster)), 0)
+                << "batch " << batch << " cm " << cm << " cn " << cn << " raster " << raster << " splits " << splits;
+  Params wrong = grid(2, 33, 23, 10, 2, 0, 8);
+  wrong.divisors = WorkDivisors::of(2, 33, 23, 4);   // prepared for bands of 4
+  EXPECT_GT(decode_mismatches(wrong), 0);
 }
 
 }  // namespace

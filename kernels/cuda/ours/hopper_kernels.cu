@@ -227,6 +227,7 @@ class HopperGemm final : public OurKernel {
     if (p.splits != int(ceil_div(p.k_tiles, p.k_tiles_per_split))) throw std::logic_error("split-K count disagrees");
     p.total_work = p.splits * p.batch * p.cm_tiles * p.cn_tiles;
     p.raster_group = config_.raster_group;
+    p.divisors = WorkDivisors::of(p.batch, p.cm_tiles, p.cn_tiles, p.raster_group);
     p.promotion_stagger = promotion_stagger();
     const bool trim_a = trims_a_box(s) || (KernelSabotage::active(KernelSabotage::What::trim_live_rows_of_a) &&
                                             a_box_trim_capable(config_.block_m, config_.ping_pong()));

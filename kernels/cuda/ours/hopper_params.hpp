@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <functional>
 
+#include "kernels/common/work_schedule.hpp"
+
 namespace aispflow::kernels::cuda::ours {
 
 constexpr int kRowBytes = 128;        // bytes of K per operand row in a stage: one 128-byte swizzle row
@@ -29,6 +31,7 @@ struct HopperParams {
   int cm_tiles = 0, cn_tiles = 0;     // cluster tiles along M and N
   int total_work = 0;                 // splits x batch x cm_tiles x cn_tiles
   int raster_group = 8;               // cluster-rows per band of the rasterization
+  WorkDivisors divisors;              // decode_work's divisions by the four above, as multiplies
   const float* scale_a = nullptr;     // fp8 per-tensor scales on the device; nullptr = 1
   const float* scale_b = nullptr;
   const void* bias = nullptr;         // bf16 [n] for the bias / bias_gelu epilogues
