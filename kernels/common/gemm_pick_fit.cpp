@@ -109,10 +109,9 @@ std::vector<PickEvidence> read_pick_evidence_dir(const std::string& dir) {
 }
 
 const std::vector<std::string>& h100_pick_evidence_runs() {
-  // 2026-11-27: the kernel of NOTES.md step 72 (1x1 configurations launched as plain grids; the constants' fit) and
-  // step 75 (shared addresses held in a register, which re-ranked nothing; the fit's held-out run). The runs of
+  // 2026-11-27: the kernel of NOTES.md step 80 (work decoding by multiplies): the constants' fit. The runs of
   // earlier kernels stay committed (or archived: issue22/README.md) as what those kernels measured.
-  static const std::vector<std::string> runs = {"issue22/run-c33cd64", "issue22/run-5144b21"};
+  static const std::vector<std::string> runs = {"issue22/run-655c061"};
   return runs;
 }
 
