@@ -33,11 +33,13 @@ PickConfig config(int bn, int cm, int cn, int bk = 64) {
 // case), each with the ratio it must still reach: the measured gap, a little rounded down (docs/kernels.md lists
 // them). A record that misses and is not listed fails the test (re-fit with bench/tools/fit_pick_model --fit, or
 // list it here with its gap and say so in docs/kernels.md), and so does a listed one that falls below its floor.
-// Misses of the committed constants on run-655c061, in sample (gemm_pick_model.cpp).
+// Misses of the committed constants on run-655c061, in sample, and on run-f5af5e8, held out (gemm_pick_model.cpp).
+// Both in unaligned.yaml's fp8 node; every record of the two workflows is within 3 % in both runs.
 const std::map<std::string, double> kKnownMisses = {
-    // unaligned.yaml's fp8 3000 x 5000 x 2001: promote8 without a cluster picked, the 2x1 pair with stream-K wins by
-    // 4.7 %.
+    // fp8 3000 x 5000 x 2001: 128x192 promote8 without a cluster picked, the 2x1 pair with stream-K wins by 4.4-4.7 %
+    // (the same miss in sample and held out).
     {"issue22/run-655c061/unaligned/run/nodes/fp8/artifact.json: m3000_n5000_k2001 fp8_e4m3 nt none", 0.95},
+    {"issue22/run-f5af5e8/unaligned/run/nodes/fp8/artifact.json: m3000_n5000_k2001 fp8_e4m3 nt none", 0.95},
 };
 
 // The records the model is held to: those of the kernel it picks for (h100_pick_evidence_runs()).
@@ -89,8 +91,9 @@ std::string joined(const std::vector<std::string>& lines) {
 
 TEST(GemmPickModel, EveryCommittedAutotunePickWithin3PercentOfTheWinner) {
   const auto records = evidence();
-  // 61 records: issue22/run-655c061's cluster_gemm, kernel_selector and unaligned (gemm_pick_fit.cpp).
-  ASSERT_GE(records.size(), 61u) << "the committed autotune evidence was not found under " << kEvidenceDir;
+  // 122 records: issue22/run-655c061's and run-f5af5e8's cluster_gemm, kernel_selector and unaligned
+  // (gemm_pick_fit.cpp).
+  ASSERT_GE(records.size(), 122u) << "the committed autotune evidence was not found under " << kEvidenceDir;
   const auto failures = pick_failures(records, h100_pick_constants(), kKnownMisses);
   EXPECT_TRUE(failures.empty()) << joined(failures);
 }
