@@ -514,15 +514,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           const std::uint32_t buf_addr = chunks_addr + std::uint32_t((wg * 2 + (chunk_counter & 1)) * kChunkBytes);
           if (lane == 0) tma_store_wait_read<1>();   // this warp's store that last used this buffer has read it
           __syncwarp();
-          // The chunk's bias pairs: columns 8 jj + 2 (l % 4) and + 1 of the chunk, held by lane 4 jj + l % 4 (zero
-          // past N and without a bias epilogue).
           constexpr int kGroups = kCols / 8;   // 8-column groups of the chunk
-          float2 bias[kGroups];
-#pragma unroll
-          for (int jj = 0; jj < kGroups; ++jj) {
-            const std::uint32_t pair = __shfl_sync(0xffffffffu, bias_pairs[c], 4 * jj + lane % 4);
-            bias[jj] = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&pair));
-          }
           // The chunk is 2 x kGroups 8x8 matrices per warp (8-column group jj, 8-row half h), whose fragments the
           // accumulators already hold in stmatrix's layout (register 4j + 2h, 4j + 2h + 1: row l/4, columns
           // 2 (l % 4) and + 1): one stmatrix.x4 per two groups instead of four 4-byte stores each (NOTES.md step
@@ -530,19 +522,39 @@ __global__ void __launch_bounds__(kThreads, 1)
           // of a row are swizzled as the TMA store expects: 128-byte rows by the row's index mod 8, 64-byte rows by
           // bits 1-2 of it (the pattern repeats every 1024 and 512 bytes, and every warp's rows start on such a
           // boundary).
-          // GELU or not is decided once per chunk, outside the element loop: tested per element pair (a branch
-          // around each pair's GELU), the chunk compiled into 16 small blocks the scheduler could not interleave,
-          // and packing it took ~570 cycles, the largest part of an epilogue that cost 6.5 % of the 4096^3 kernel
-          // (NOTES.md step 42).
-          auto pack_and_store = [&](auto gelu) {
+          // The epilogue (GELU or not, a bias or not) is decided once per chunk, outside the element loop: tested
+          // per element pair (a branch around each pair's GELU), the chunk compiled into 16 small blocks the
+          // scheduler could not interleave, and packing it took ~570 cycles, the largest part of an epilogue that
+          // cost 6.5 % of the 4096^3 kernel (NOTES.md step 42). Without a bias the chunk neither shuffles bias
+          // pairs nor adds them (NOTES.md step 86: a third of the epilogue was neither packing nor storing).
+          // (fp8 keeps one chunk body for both, its bias pairs zero where there is no bias: a third body spilled
+          // one of its instances.)
+          constexpr bool kNoBiasBody = !Fp8;
+          // The chunk's bias pairs: columns 8 jj + 2 (l % 4) and + 1 of the chunk, held by lane 4 jj + l % 4 (zero
+          // past N and without a bias epilogue).
+          float2 bias[kGroups];
+          if (!kNoBiasBody || p.epilogue != 0) {
+#pragma unroll
+            for (int jj = 0; jj < kGroups; ++jj) {
+              const std::uint32_t pair = __shfl_sync(0xffffffffu, bias_pairs[c], 4 * jj + lane % 4);
+              bias[jj] = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&pair));
+            }
+          }
+          auto pack_and_store = [&](auto gelu, auto with_bias) {
 #pragma unroll
             for (int q = 0; q < kGroups / 2; ++q) {
               std::uint32_t packed[4];
 #pragma unroll
               for (int m = 0; m < 4; ++m) {   // matrix m of this stmatrix: group jj = 2q + m/2, half h = m % 2
                 const int jj = 2 * q + m / 2, h = m % 2, j = c * kGroups + jj;
-                float v0 = scale * d[4 * j + 2 * h] + bias[jj].x;
-                float v1 = scale * d[4 * j + 2 * h + 1] + bias[jj].y;
+                float v0, v1;
+                if constexpr (decltype(with_bias)::value) {
+                  v0 = scale * d[4 * j + 2 * h] + bias[jj].x;
+                  v1 = scale * d[4 * j + 2 * h + 1] + bias[jj].y;
+                } else {
+                  v0 = scale * d[4 * j + 2 * h];
+                  v1 = scale * d[4 * j + 2 * h + 1];
+                }
                 if constexpr (decltype(gelu)::value) {
                   v0 = gelu_tanh_fast(v0);
                   v1 = gelu_tanh_fast(v1);
@@ -555,9 +567,13 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
           };
           if (p.epilogue == 2)
-            pack_and_store(std::true_type{});
+            pack_and_store(std::true_type{}, std::true_type{});
+          else if constexpr (!kNoBiasBody)
+            pack_and_store(std::false_type{}, std::true_type{});
+          else if (p.epilogue == 1)
+            pack_and_store(std::false_type{}, std::true_type{});
           else
-            pack_and_store(std::false_type{});
+            pack_and_store(std::false_type{}, std::false_type{});
           fence_proxy_async_smem();
           __syncwarp();
           if (lane == 0) {
