@@ -525,8 +525,9 @@ __global__ void __launch_bounds__(kThreads, 1)
           // The epilogue (GELU or not, a bias or not) is decided once per chunk, outside the element loop: tested
           // per element pair (a branch around each pair's GELU), the chunk compiled into 16 small blocks the
           // scheduler could not interleave, and packing it took ~570 cycles, the largest part of an epilogue that
-          // cost 6.5 % of the 4096^3 kernel (NOTES.md step 42). Without a bias the chunk neither shuffles bias
-          // pairs nor adds them (NOTES.md step 86: a third of the epilogue was neither packing nor storing).
+          // cost 6.5 % of the 4096^3 kernel (NOTES.md step 42). Without a bias a bf16 chunk neither shuffles bias
+          // pairs nor adds them (NOTES.md step 86, after step 85 found a third of the epilogue was neither packing
+          // nor storing: the ping-pong tile 4 % faster at K = 512).
           // (fp8 keeps one chunk body for both, its bias pairs zero where there is no bias: a third body spilled
           // one of its instances.)
           constexpr bool kNoBiasBody = !Fp8;
