@@ -180,30 +180,53 @@ TEST(WorkSchedule, AnEmptyRangeIsRefusedByTheRuleAndCaughtByTheCheck) {
   EXPECT_EQ(check(p, 15), "");
 }
 
-// FastDivisor against the hardware's division: every divisor up to 3000 and the largest ones, each on the values
-// where a rounded reciprocal goes wrong first (around multiples of d, and up to 2^31 - 1), and on random values.
-TEST(FastDivisor, MatchesIntegerDivisionOverTheWholeRange) {
-  std::mt19937 rng(7);
+// How often `f`, prepared for divisor d, disagrees with the hardware's division on the values where a rounded
+// reciprocal goes wrong first (around multiples of d, and up to 2^31 - 1) and on random ones; the first few
+// disagreements are reported as failures when `report` is set.
+long division_mismatches(const FastDivisor& f, int d, std::mt19937& rng, bool report) {
+  std::vector<std::int64_t> ns = {0, 1, d - 1, d, d + 1, 2147483647, 2147483646, 2147483647 - d};
+  const std::int64_t top = 2147483647 / d;   // the largest quotient
+  for (std::int64_t q : {std::int64_t(1), std::int64_t(2), top / 2, top - 1, top})
+    for (std::int64_t off : {-1, 0, 1}) ns.push_back(q * d + off);
+  for (int i = 0; i < 64; ++i) ns.push_back(std::uniform_int_distribution<std::int64_t>(0, 2147483647)(rng));
+  long mismatches = 0;
+  for (const std::int64_t n : ns) {
+    if (n < 0 || n > 2147483647) continue;
+    if (f.div(int(n)) != int(n / d) && ++mismatches < 5 && report)
+      ADD_FAILURE() << n << " / " << d << ": " << f.div(int(n)) << ", not " << n / d;
+  }
+  return mismatches;
+}
+
+std::vector<int> divisors_to_check() {
   std::vector<int> divisors;
   for (int d = 1; d <= 3000; ++d) divisors.push_back(d);
   for (int d : {4095, 4096, 4097, 65535, 65536, 65537, (1 << 30) - 1, 1 << 30, (1 << 30) + 1, 2147483646, 2147483647})
     divisors.push_back(d);
+  return divisors;
+}
+
+// FastDivisor against the hardware's division: every divisor up to 3000 and the largest ones.
+TEST(FastDivisor, MatchesIntegerDivisionOverTheWholeRange) {
+  std::mt19937 rng(7);
   long mismatches = 0;
-  for (const int d : divisors) {
-    const FastDivisor f = FastDivisor::of(d);
-    std::vector<std::int64_t> ns = {0, 1, d - 1, d, d + 1, 2147483647, 2147483646, 2147483647 - d};
-    const std::int64_t top = 2147483647 / d;   // the largest quotient
-    for (std::int64_t q : {std::int64_t(1), std::int64_t(2), top / 2, top - 1, top})
-      for (std::int64_t off : {-1, 0, 1}) ns.push_back(q * d + off);
-    for (int i = 0; i < 64; ++i) ns.push_back(std::uniform_int_distribution<std::int64_t>(0, 2147483647)(rng));
-    for (const std::int64_t n : ns) {
-      if (n < 0 || n > 2147483647) continue;
-      if (f.div(int(n)) != int(n / d)) {
-        if (++mismatches < 5) ADD_FAILURE() << n << " / " << d << ": " << f.div(int(n)) << ", not " << n / d;
-      }
-    }
-  }
+  for (const int d : divisors_to_check()) mismatches += division_mismatches(FastDivisor::of(d), d, rng, true);
   EXPECT_EQ(mismatches, 0);
+}
+
+// The check above can fail: the classic mistakes, a multiplier rounded down instead of up and a shift one short,
+// disagree with the hardware on every divisor that is not a power of two, and the values it tries find them.
+TEST(FastDivisor, ARoundedDownOrShortShiftedReciprocalIsCaught) {
+  std::mt19937 rng(7);
+  for (const int d : divisors_to_check()) {
+    if ((d & (d - 1)) == 0) continue;   // powers of two: the reciprocal is exact either way
+    FastDivisor rounded_down = FastDivisor::of(d);
+    rounded_down.mul -= 1;              // floor(2^s / d): d is not a power of two, so the ceiling was 1 above it
+    EXPECT_GT(division_mismatches(rounded_down, d, rng, false), 0) << "rounded down, d = " << d;
+    FastDivisor short_shift = FastDivisor::of(d);
+    short_shift.shift -= 1;
+    EXPECT_GT(division_mismatches(short_shift, d, rng, false), 0) << "shift one short, d = " << d;
+  }
 }
 
 // decode_work's order is the plain-division rasterization it replaced (bands of raster_group cluster-rows, each

@@ -67,6 +67,13 @@ struct HopperShape {
   static constexpr int kFixedBytes = 1024 + kEpilogueBytes + kBarrierBytes;
   static constexpr int kStages = std::min(8, (kSmemLimit - kFixedBytes) / kStageBytes);
   static constexpr int kSmemBytes = kFixedBytes + kStages * kStageBytes;
+  // The layout from the 1024-byte-aligned base, in bytes: every stage's A slab, every stage's B slab, the
+  // epilogue buffers, the `full` barriers, the `empty` barriers. The producer addresses it through generic pointers
+  // and the consumers through 32-bit shared addresses (the kernel's comment says why); both come from these.
+  static constexpr int kStageBOffset = kStages * BM * kRowBytes;
+  static constexpr int kChunksOffset = kStages * kStageBytes;
+  static constexpr int kFullBarOffset = kChunksOffset + kEpilogueBytes;
+  static constexpr int kEmptyBarOffset = kFullBarOffset + 8 * kStages;
   static_assert(kStages >= 2, "tile too large for shared memory");
   static_assert(2 * kStages * 8 <= kBarrierBytes, "full and empty barriers of every stage");
   static_assert(kSmemBytes <= kSmemLimit, "shared memory budget");
@@ -114,13 +121,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   std::uint8_t* smem = reinterpret_cast<std::uint8_t*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) &
                                                        ~std::uintptr_t(1023));
   std::uint8_t* stage_a = smem;
-  std::uint8_t* stage_b = smem + kStages * kASlab;
-  std::uint8_t* chunks = stage_b + kStages * kBSlab;
-  auto* full = reinterpret_cast<std::uint64_t*>(chunks + Shape::kEpilogueBytes);
-  std::uint64_t* empty = full + kStages;
+  std::uint8_t* stage_b = smem + Shape::kStageBOffset;
+  auto* full = reinterpret_cast<std::uint64_t*>(smem + Shape::kFullBarOffset);
+  auto* empty = reinterpret_cast<std::uint64_t*>(smem + Shape::kEmptyBarOffset);
   // The same layout as 32-bit shared-memory addresses, which the consumers and the epilogue use: the stage
-  // barriers, the stages (the wgmma descriptors' base) and the epilogue buffers. Derived from the generic pointers
-  // above, the compiler rebuilt those pointers from special registers (SR_SWINHI, SR_CgaCtaId) inside the loops, at
+  // barriers, the stages (the wgmma descriptors' base) and the epilogue buffers. Derived from generic pointers like
+  // the producer's above, the compiler rebuilt those pointers from special registers (SR_SWINHI, SR_CgaCtaId) inside the loops, at
   // the top of every fp8 promotion interval with the tensor pipe drained (NOTES.md steps 74-75). The base is held
   // in a register (hopper_ptx.cuh's opaque()) where that measured faster: fp8 promoting every k-tile 5-6 %, fp8
   // 128 x 192 promote8 1 %. The fp8 128 x 128 tiles that promote every 4 or 8 k-tiles ran 1-2.5 % slower with the
@@ -129,9 +135,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr bool kHoldBase = !(BMnMajor && BN == 192) && !(Fp8 && BN == 128 && PromoteEvery > 1);
   const std::uint32_t aligned_base = (smem_addr(smem_raw) + 1023u) & ~1023u;   // `smem` above, as an address
   const std::uint32_t smem_base = kHoldBase ? opaque(aligned_base) : aligned_base;
-  const std::uint32_t full_bar = smem_base + std::uint32_t(kStages * (kASlab + kBSlab) + Shape::kEpilogueBytes);
-  const std::uint32_t empty_bar = full_bar + 8u * kStages;
-  const std::uint32_t chunks_addr = smem_base + std::uint32_t(kStages * (kASlab + kBSlab));   // epilogue buffers
+  const std::uint32_t full_bar = smem_base + std::uint32_t(Shape::kFullBarOffset);
+  const std::uint32_t empty_bar = smem_base + std::uint32_t(Shape::kEmptyBarOffset);
+  const std::uint32_t chunks_addr = smem_base + std::uint32_t(Shape::kChunksOffset);   // epilogue buffers
 
   const int warpgroup = threadIdx.x / 128;
   const int cluster_size = p.cluster_m * p.cluster_n;
@@ -253,7 +259,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     std::uint32_t it = 0, chunk_counter = 0;
     float acc[kSlices][kAcc];
     // Descriptors of stage 0's A slab (row 0) and B slab; issue() adds a stage's and a K step's offsets.
-    const std::uint32_t stage_a_addr = smem_base, stage_b_addr = smem_base + std::uint32_t(kStages * kASlab);
+    const std::uint32_t stage_a_addr = smem_base, stage_b_addr = smem_base + std::uint32_t(Shape::kStageBOffset);
     const std::uint64_t desc_a0 = smem_desc(stage_a_addr, 16, 1024);
     const std::uint64_t desc_b0 =
         BMnMajor ? smem_desc(stage_b_addr, kBlockK * kRowBytes, 1024) : smem_desc(stage_b_addr, 16, 1024);
@@ -569,11 +575,9 @@ __global__ void __launch_bounds__(kThreads, 1)
           };
           if (p.epilogue == 2)
             pack_and_store(std::true_type{}, std::true_type{});
-          else if constexpr (!kNoBiasBody)
+          else if (!kNoBiasBody || p.epilogue == 1)
             pack_and_store(std::false_type{}, std::true_type{});
-          else if (p.epilogue == 1)
-            pack_and_store(std::false_type{}, std::true_type{});
-          else
+          else if constexpr (kNoBiasBody)
             pack_and_store(std::false_type{}, std::false_type{});
           fence_proxy_async_smem();
           __syncwarp();
