@@ -60,6 +60,8 @@ int main(int argc, char** argv) {
       {4096, 4096, 4096, "bf16", "nt", "bias"},
       // unaligned.yaml's short-K rows: K = 512 at 8192^2, where bf16 is 0.80x of cuBLASLt (NOTES.md step 61)
       {8192, 8192, 512, "bf16", "nt", "none"},      {8192, 8192, 512, "fp8_e4m3", "nt", "none"},
+      // unaligned.yaml's aligned 1000 x 1000 x 1008 (layout nn, the row that misses its target; NOTES.md step 91)
+      {1000, 1000, 1008, "bf16", "nn", "none"},     {1000, 1000, 1008, "fp8_e4m3", "nt", "none"},
   };
   TimingPolicy timing;
   timing.budget_s = 0.3;
@@ -137,6 +139,24 @@ int main(int argc, char** argv) {
     for (auto [cm, cn] : {std::pair{2, 2}, std::pair{4, 1}, std::pair{1, 4}})
       kernels.push_back(ours::make_hopper_kernel({"combos", false, 64, cm, cn, true, 8, 0}));
   }
+  // Raster bands of the 128 x 64 tile (filter "raster64", NOTES.md step 93): at 1000^3 ours reads 13 % more L2
+  // sectors than cuBLASLt's same tile and pair, and twice its traffic between the two L2 partitions.
+  if (filter.find("raster64") != std::string::npos)
+    for (auto [cm, cn] : {std::pair{1, 1}, std::pair{1, 2}, std::pair{2, 1}})
+      for (int group : {1, 2, 4, 16, 64})
+        kernels.push_back(ours::make_hopper_kernel({"raster64_" + std::to_string(group), false, 64, cm, cn, true, group, 0}));
+  if (filter.find("raster64") != std::string::npos)   // fp8 promote4, the autotune list's 128 x 64 fp8 rows
+    for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}})
+      for (int group : {1, 2, 8})
+        kernels.push_back(ours::make_hopper_kernel(
+            {"raster64_" + std::to_string(group), true, 64, cm, cn, true, group, 0, "cooperative", false, 4}));
+  // 128 x 64 tiles in clusters of 2, 4 and 8 with stream-K (filter "clustersk", NOTES.md step 91): 1000^3's 128
+  // tiles make 32 clusters of 4 and 16 of 8 where the H100 holds 30 and 15 (steps 45, 78: two waves); stream-K
+  // shares the tiles' k-iterations among the clusters that fit, and the larger clusters multicast more.
+  if (filter.find("clustersk") != std::string::npos)
+    for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}, std::pair{1, 2}, std::pair{2, 2}, std::pair{4, 2},
+                          std::pair{2, 4}, std::pair{4, 1}})
+      kernels.push_back(ours::make_hopper_kernel({"clustersk", false, 64, cm, cn, true, 8, 0, "cooperative", true}));
   std::mt19937_64 rng(42);
   for (const Case& cs : cases) {
     GemmShape s;
