@@ -139,6 +139,17 @@ int main(int argc, char** argv) {
     for (auto [cm, cn] : {std::pair{2, 2}, std::pair{4, 1}, std::pair{1, 4}})
       kernels.push_back(ours::make_hopper_kernel({"combos", false, 64, cm, cn, true, 8, 0}));
   }
+  // Raster bands of the pairs that win the squares (filter "rasterpair", NOTES.md step 94): 256 x 128 in 1x2 (A
+  // multicast; cuBLASLt's decomposition at 4096^3, which reads 22 % fewer L2 sectors than ours) and 128 x 256 in
+  // 2x1. A cluster launch places consecutive pairs on consecutive TPCs, eight GPCs apart (bench/tools/
+  // placement_probe.cu), so the band decides which pairs of a GPC share their unicast operand.
+  if (filter.find("rasterpair") != std::string::npos)
+    for (int group : {1, 2, 4, 16, 32}) {
+      ours::HopperConfig tall{"rasterpair_" + std::to_string(group), false, 128, 1, 2, true, group, 0};
+      tall.block_m = 256;
+      kernels.push_back(ours::make_hopper_kernel(tall));
+      kernels.push_back(ours::make_hopper_kernel({"rasterpair_" + std::to_string(group), false, 256, 2, 1, true, group, 0}));
+    }
   // Raster bands of the 128 x 64 tile (filter "raster64", NOTES.md step 93): at 1000^3 ours reads 13 % more L2
   // sectors than cuBLASLt's same tile and pair, and twice its traffic between the two L2 partitions.
   if (filter.find("raster64") != std::string::npos)

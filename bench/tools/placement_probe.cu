@@ -1,0 +1,66 @@
+// Where the hardware places CTAs: for a plain grid and for cluster launches of 2, 4, 8 and 16 CTAs, each CTA's
+// %smid by blockIdx, one CTA per SM (200 KB of shared memory each, as our GEMM kernels' 227 KB). A cluster's CTAs
+// share a GPC, so the 16-CTA clusters name a GPC's SMs; consecutive plain-grid CTAs show which tiles run side by
+// side. NOTES.md step 94 reads it (bench/results/h100/ours_probe/placement-22-step94-h100.txt).
+//   placement_probe        one line per launch: "cluster N: blockIdx:smid s0 s1 ..."
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <vector>
+
+namespace {
+
+__global__ void record_placement(int* smid_of_block) {
+  unsigned smid;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+  if (threadIdx.x == 0) smid_of_block[blockIdx.x] = int(smid);
+  // Stay resident long enough that every CTA of the launch is placed while the others still run.
+  const long long start = clock64();
+  while (clock64() - start < 2000000) {
+  }
+}
+
+bool check(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return true;
+  std::fprintf(stderr, "placement_probe: %s: %s\n", what, cudaGetErrorString(e));
+  return false;
+}
+
+}  // namespace
+
+int main() {
+  int sms = 0;
+  if (!check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "no CUDA device")) return 0;
+  const int smem = 200 * 1024;
+  if (!check(cudaFuncSetAttribute(record_placement, cudaFuncAttributeMaxDynamicSharedMemorySize, smem), "smem") ||
+      !check(cudaFuncSetAttribute(record_placement, cudaFuncAttributeNonPortableClusterSizeAllowed, 1), "clusters"))
+    return 1;
+  int* smid_of_block = nullptr;
+  if (!check(cudaMalloc(&smid_of_block, sizeof(int) * sms), "cudaMalloc")) return 1;
+  for (int cluster : {0, 2, 4, 8, 16}) {
+    // A whole number of clusters that the GPU can hold at once: 8 and 16 leave some SMs of each GPC idle.
+    const int grid = cluster == 0 ? sms : cluster >= 8 ? (sms / cluster - 1) * cluster : sms / cluster * cluster;
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(unsigned(grid));
+    cfg.blockDim = dim3(128);
+    cfg.dynamicSmemBytes = smem;
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = unsigned(cluster);
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = cluster > 0 ? 1 : 0;
+    if (!check(cudaMemset(smid_of_block, 0xff, sizeof(int) * sms), "cudaMemset") ||
+        !check(cudaLaunchKernelEx(&cfg, record_placement, smid_of_block), "launch") ||
+        !check(cudaDeviceSynchronize(), "kernel"))
+      return 1;
+    std::vector<int> smid(grid);
+    if (!check(cudaMemcpy(smid.data(), smid_of_block, sizeof(int) * grid, cudaMemcpyDeviceToHost), "copy")) return 1;
+    std::printf("cluster %d: blockIdx:smid", cluster);
+    for (int s : smid) std::printf(" %d", s);
+    std::printf("\n");
+  }
+  cudaFree(smid_of_block);
+  return 0;
+}
