@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "kernels/cuda/cluster_launch.hpp"
+
 namespace {
 
 __global__ void record_placement(int* smid_of_block) {
@@ -40,19 +42,9 @@ int main() {
   for (int cluster : {0, 2, 4, 8, 16}) {
     // A whole number of clusters that the GPU can hold at once: 8 and 16 leave some SMs of each GPC idle.
     const int grid = cluster == 0 ? sms : cluster >= 8 ? (sms / cluster - 1) * cluster : sms / cluster * cluster;
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(unsigned(grid));
-    cfg.blockDim = dim3(128);
-    cfg.dynamicSmemBytes = smem;
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = unsigned(cluster);
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = cluster > 0 ? 1 : 0;
+    const aispflow::kernels::cuda::ClusterLaunchConfig cfg(unsigned(grid), 128, smem, unsigned(cluster), cluster > 0);
     if (!check(cudaMemset(smid_of_block, 0xff, sizeof(int) * sms), "cudaMemset") ||
-        !check(cudaLaunchKernelEx(&cfg, record_placement, smid_of_block), "launch") ||
+        !check(cudaLaunchKernelEx(cfg.get(), record_placement, smid_of_block), "launch") ||
         !check(cudaDeviceSynchronize(), "kernel"))
       return 1;
     std::vector<int> smid(grid);

@@ -46,6 +46,7 @@
 
 #include "kernels/common/work_schedule.hpp"
 #include "kernels/cuda/check.hpp"
+#include "kernels/cuda/cluster_launch.hpp"
 #include "kernels/cuda/epilogue.cuh"
 #include "kernels/cuda/ours/hopper_params.hpp"
 #include "kernels/cuda/ours/hopper_ptx.cuh"
@@ -610,27 +611,13 @@ HopperInstance hopper_instance_of() {
                                              HopperShape<Fp8, BM, BN>::kSmemBytes));
   };
   inst.max_clusters = [](int cluster_size) {
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(unsigned(cluster_size) * 132, 1, 1);
-    cfg.blockDim = dim3(kThreads, 1, 1);
-    cfg.dynamicSmemBytes = HopperShape<Fp8, BM, BN>::kSmemBytes;
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = unsigned(cluster_size);
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+    const ClusterLaunchConfig cfg(unsigned(cluster_size) * 132, kThreads, HopperShape<Fp8, BM, BN>::kSmemBytes,
+                                  unsigned(cluster_size), true);
     int clusters = 0;
-    AISPFLOW_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, hopper_gemm_kernel<Fp8, BM, BN, BMnMajor, PingPong, PromoteEvery>, &cfg));
+    AISPFLOW_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, hopper_gemm_kernel<Fp8, BM, BN, BMnMajor, PingPong, PromoteEvery>, cfg.get()));
     return clusters;
   };
   inst.launch = [](const HopperLaunchArgs& args, cudaStream_t stream) {
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(unsigned(args.ctas), 1, 1);
-    cfg.blockDim = dim3(kThreads, 1, 1);
-    cfg.dynamicSmemBytes = HopperShape<Fp8, BM, BN>::kSmemBytes;
-    cfg.stream = stream;
     // A 1x1 configuration launches without the cluster attribute, as a plain grid (as CUTLASS launches its 1x1
     // kernels). The hardware places the CTAs of a cluster launch, even one of single-CTA clusters, otherwise than
     // a plain grid's, and consecutive CTAs, which take tiles that share A or B rows, then miss in L2 far more:
@@ -639,15 +626,10 @@ HopperInstance hopper_instance_of() {
     // keeps the attribute: it launches a pair's parameters as clusters of one, which the kernel must stop.)
     const int configured = args.params.cluster_m * args.params.cluster_n;
     const int cluster_ctas = args.cluster_ctas_override > 0 ? args.cluster_ctas_override : configured;
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = unsigned(cluster_ctas);
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = configured == 1 ? 0 : 1;
+    const ClusterLaunchConfig cfg(unsigned(args.ctas), kThreads, HopperShape<Fp8, BM, BN>::kSmemBytes,
+                                  unsigned(cluster_ctas), configured != 1, stream);
     AISPFLOW_CUDA_CHECK(
-        cudaLaunchKernelEx(&cfg, hopper_gemm_kernel<Fp8, BM, BN, BMnMajor, PingPong, PromoteEvery>, *args.a, *args.b, *args.c, args.params));
+        cudaLaunchKernelEx(cfg.get(), hopper_gemm_kernel<Fp8, BM, BN, BMnMajor, PingPong, PromoteEvery>, *args.a, *args.b, *args.c, args.params));
   };
   return inst;
 }
