@@ -12,9 +12,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 
 #include "kernels/cuda/candidate_search.hpp"
 #include "kernels/cuda/context.hpp"
@@ -68,32 +70,56 @@ int main(int argc, char** argv) {
   timing.max_samples = 40;
   std::vector<std::unique_ptr<OurKernel>> kernels = ours::wgmma_kernels();
   for (auto& k : ours::cluster_kernels()) kernels.push_back(std::move(k));
+  // The raster experiments below add a configuration once per band, named <prefix><band> (the probe's `id`
+  // shows the band as r<band>).
+  auto add_bands = [&kernels](const std::string& prefix, ours::HopperConfig config, std::initializer_list<int> bands) {
+    for (int band : bands) {
+      config.family = prefix + std::to_string(band);
+      config.raster_group = band;
+      kernels.push_back(ours::make_hopper_kernel(config));
+    }
+  };
+  auto tall = [](ours::HopperConfig c) {   // the same configuration with 256-row tiles
+    c.block_m = 256;
+    return c;
+  };
+  auto promoting = [](ours::HopperConfig c, int interval) {   // fp8, promoting every `interval` k-tiles
+    c.promotion_interval = interval;
+    return c;
+  };
   // Rasterization experiments (filter "raster"): the default band is 8 cluster rows (NOTES.md step 4).
   // "raster128": 128 x 128 tiles without a cluster, bf16 and fp8 promote4, bands of 1-64 tile rows (NOTES.md
   // step 35: CUTLASS's same tile is 30 % faster with a swizzle of 4-8 than with 1).
   if (filter.find("raster") != std::string::npos)
-    for (int group : {2, 4, 16, 32})
-      kernels.push_back(ours::make_hopper_kernel({"raster" + std::to_string(group), false, 256, 2, 1, true, group, 0}));
-  if (filter.find("raster128") != std::string::npos)
-    for (bool fp8 : {false, true})
-      for (int group : {1, 2, 4, 8, 16, 64}) {
-        ours::HopperConfig c{"raster128_" + std::to_string(group), fp8, 128, 1, 1, true, group, 0};
-        if (fp8) c.promotion_interval = 4;
-        kernels.push_back(ours::make_hopper_kernel(c));
-      }
+    add_bands("raster", {"", false, 256, 2, 1, true, 8, 0}, {2, 4, 16, 32});
+  if (filter.find("raster128") != std::string::npos) {
+    add_bands("raster128_", {"", false, 128, 1, 1, true, 8, 0}, {1, 2, 4, 8, 16, 64});
+    add_bands("raster128_", promoting({"", true, 128, 1, 1, true, 8, 0}, 4), {1, 2, 4, 8, 16, 64});
+  }
   // Raster bands of the tiles launched as plain grids (filter "raster1x1", NOTES.md step 73): since step 72 a 1x1
   // configuration's CTAs are placed as a plain grid's, so the band that suits it may differ from the pairs' 8.
   if (filter.find("raster1x1") != std::string::npos)
-    for (int group : {1, 2, 4, 16, 32}) {
-      const std::string name = "raster1x1_" + std::to_string(group);
-      kernels.push_back(ours::make_hopper_kernel({name, false, 256, 1, 1, true, group, 0}));
-      kernels.push_back(ours::make_hopper_kernel({name, false, 128, 1, 1, true, group, 0, "cooperative", false, 1, 256}));
-      for (int bn : {128, 192}) {
-        ours::HopperConfig c{name, true, bn, 1, 1, true, group, 0};
-        c.promotion_interval = 8;
-        kernels.push_back(ours::make_hopper_kernel(c));
-      }
-    }
+    for (const ours::HopperConfig& c :
+         {ours::HopperConfig{"", false, 256, 1, 1, true, 8, 0}, tall({"", false, 128, 1, 1, true, 8, 0}),
+          promoting({"", true, 128, 1, 1, true, 8, 0}, 8), promoting({"", true, 192, 1, 1, true, 8, 0}, 8)})
+      add_bands("raster1x1_", c, {1, 2, 4, 16, 32});
+  // Raster bands of the pairs that win the squares (filter "rasterpair", NOTES.md step 94): 256 x 128 in 1x2 (A
+  // multicast; cuBLASLt's decomposition at 4096^3, which reads 22 % fewer L2 sectors than ours) and 128 x 256 in
+  // 2x1. A cluster launch places consecutive pairs on consecutive TPCs, eight GPCs apart (bench/tools/
+  // placement_probe.cu), so the band decides which pairs of a GPC share their unicast operand.
+  if (filter.find("rasterpair") != std::string::npos) {
+    add_bands("rasterpair_", tall({"", false, 128, 1, 2, true, 8, 0}), {1, 2, 4, 16, 32});
+    add_bands("rasterpair_", {"", false, 256, 2, 1, true, 8, 0}, {1, 2, 4, 16, 32});
+  }
+  // Raster bands of the 128 x 64 tile (filter "raster64", NOTES.md step 93): at 1000^3 ours reads 13 % more L2
+  // sectors than cuBLASLt's same tile and pair, and twice its traffic between the two L2 partitions. bf16 alone and
+  // in both pairs; fp8 promote4 (the autotune list's 128 x 64 fp8 rows) alone and in 2x1.
+  if (filter.find("raster64") != std::string::npos) {
+    for (auto [cm, cn] : {std::pair{1, 1}, std::pair{1, 2}, std::pair{2, 1}})
+      add_bands("raster64_", {"", false, 64, cm, cn, true, 8, 0}, {1, 2, 4, 16, 64});
+    for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}})
+      add_bands("raster64_", promoting({"", true, 64, cm, cn, true, 8, 0}, 4), {1, 2, 8});
+  }
   // Split-K sweep (filter "splitsweep"): a decode shape's time against the split count, one CTA per tile and split
   // (NOTES.md step 24: is the decode gap each CTA's short mainloop, or the number of CTAs streaming?).
   if (filter.find("splitsweep") != std::string::npos)
@@ -139,28 +165,6 @@ int main(int argc, char** argv) {
     for (auto [cm, cn] : {std::pair{2, 2}, std::pair{4, 1}, std::pair{1, 4}})
       kernels.push_back(ours::make_hopper_kernel({"combos", false, 64, cm, cn, true, 8, 0}));
   }
-  // Raster bands of the pairs that win the squares (filter "rasterpair", NOTES.md step 94): 256 x 128 in 1x2 (A
-  // multicast; cuBLASLt's decomposition at 4096^3, which reads 22 % fewer L2 sectors than ours) and 128 x 256 in
-  // 2x1. A cluster launch places consecutive pairs on consecutive TPCs, eight GPCs apart (bench/tools/
-  // placement_probe.cu), so the band decides which pairs of a GPC share their unicast operand.
-  if (filter.find("rasterpair") != std::string::npos)
-    for (int group : {1, 2, 4, 16, 32}) {
-      ours::HopperConfig tall{"rasterpair_" + std::to_string(group), false, 128, 1, 2, true, group, 0};
-      tall.block_m = 256;
-      kernels.push_back(ours::make_hopper_kernel(tall));
-      kernels.push_back(ours::make_hopper_kernel({"rasterpair_" + std::to_string(group), false, 256, 2, 1, true, group, 0}));
-    }
-  // Raster bands of the 128 x 64 tile (filter "raster64", NOTES.md step 93): at 1000^3 ours reads 13 % more L2
-  // sectors than cuBLASLt's same tile and pair, and twice its traffic between the two L2 partitions.
-  if (filter.find("raster64") != std::string::npos)
-    for (auto [cm, cn] : {std::pair{1, 1}, std::pair{1, 2}, std::pair{2, 1}})
-      for (int group : {1, 2, 4, 16, 64})
-        kernels.push_back(ours::make_hopper_kernel({"raster64_" + std::to_string(group), false, 64, cm, cn, true, group, 0}));
-  if (filter.find("raster64") != std::string::npos)   // fp8 promote4, the autotune list's 128 x 64 fp8 rows
-    for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}})
-      for (int group : {1, 2, 8})
-        kernels.push_back(ours::make_hopper_kernel(
-            {"raster64_" + std::to_string(group), true, 64, cm, cn, true, group, 0, "cooperative", false, 4}));
   // 128 x 64 tiles in clusters of 2, 4 and 8 with stream-K (filter "clustersk", NOTES.md step 91): 1000^3's 128
   // tiles make 32 clusters of 4 and 16 of 8 where the H100 holds 30 and 15 (steps 45, 78: two waves); stream-K
   // shares the tiles' k-iterations among the clusters that fit, and the larger clusters multicast more.

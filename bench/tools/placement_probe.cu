@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <vector>
 
+#include "kernels/cuda/check.hpp"
 #include "kernels/cuda/cluster_launch.hpp"
+#include "kernels/cuda/device_buffer.hpp"
 
 namespace {
 
@@ -22,37 +24,35 @@ __global__ void record_placement(int* smid_of_block) {
   }
 }
 
-bool check(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return true;
-  std::fprintf(stderr, "placement_probe: %s: %s\n", what, cudaGetErrorString(e));
-  return false;
-}
-
 }  // namespace
 
 int main() {
   int sms = 0;
-  if (!check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "no CUDA device")) return 0;
-  const int smem = 200 * 1024;
-  if (!check(cudaFuncSetAttribute(record_placement, cudaFuncAttributeMaxDynamicSharedMemorySize, smem), "smem") ||
-      !check(cudaFuncSetAttribute(record_placement, cudaFuncAttributeNonPortableClusterSizeAllowed, 1), "clusters"))
-    return 1;
-  int* smid_of_block = nullptr;
-  if (!check(cudaMalloc(&smid_of_block, sizeof(int) * sms), "cudaMalloc")) return 1;
-  for (int cluster : {0, 2, 4, 8, 16}) {
-    // A whole number of clusters that the GPU can hold at once: 8 and 16 leave some SMs of each GPC idle.
-    const int grid = cluster == 0 ? sms : cluster >= 8 ? (sms / cluster - 1) * cluster : sms / cluster * cluster;
-    const aispflow::kernels::cuda::ClusterLaunchConfig cfg(unsigned(grid), 128, smem, unsigned(cluster), cluster > 0);
-    if (!check(cudaMemset(smid_of_block, 0xff, sizeof(int) * sms), "cudaMemset") ||
-        !check(cudaLaunchKernelEx(cfg.get(), record_placement, smid_of_block), "launch") ||
-        !check(cudaDeviceSynchronize(), "kernel"))
-      return 1;
-    std::vector<int> smid(grid);
-    if (!check(cudaMemcpy(smid.data(), smid_of_block, sizeof(int) * grid, cudaMemcpyDeviceToHost), "copy")) return 1;
-    std::printf("cluster %d: blockIdx:smid", cluster);
-    for (int s : smid) std::printf(" %d", s);
-    std::printf("\n");
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess) {
+    std::printf("no GPU: %s\n", cudaGetErrorString(cudaGetLastError()));
+    return 0;
   }
-  cudaFree(smid_of_block);
+  try {
+    const int smem = 200 * 1024;
+    AISPFLOW_CUDA_CHECK(cudaFuncSetAttribute(record_placement, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    AISPFLOW_CUDA_CHECK(cudaFuncSetAttribute(record_placement, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    aispflow::kernels::cuda::DeviceBuffer smid_of_block(sizeof(int) * std::size_t(sms));
+    for (int cluster : {0, 2, 4, 8, 16}) {
+      // A whole number of clusters that the GPU can hold at once: 8 and 16 leave some SMs of each GPC idle.
+      const int grid = cluster == 0 ? sms : cluster >= 8 ? (sms / cluster - 1) * cluster : sms / cluster * cluster;
+      const aispflow::kernels::cuda::ClusterLaunchConfig cfg(unsigned(grid), 128, smem, unsigned(cluster), cluster > 0);
+      AISPFLOW_CUDA_CHECK(cudaMemset(smid_of_block.get(), 0xff, smid_of_block.bytes()));
+      AISPFLOW_CUDA_CHECK(cudaLaunchKernelEx(cfg.get(), record_placement, smid_of_block.as<int>()));
+      AISPFLOW_CUDA_CHECK(cudaDeviceSynchronize());
+      std::vector<int> smid(grid);
+      AISPFLOW_CUDA_CHECK(cudaMemcpy(smid.data(), smid_of_block.get(), sizeof(int) * grid, cudaMemcpyDeviceToHost));
+      std::printf("cluster %d: blockIdx:smid", cluster);
+      for (int s : smid) std::printf(" %d", s);
+      std::printf("\n");
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "placement_probe: %s\n", e.what());
+    return 1;
+  }
   return 0;
 }
