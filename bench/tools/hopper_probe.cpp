@@ -64,6 +64,12 @@ int main(int argc, char** argv) {
       {8192, 8192, 512, "bf16", "nt", "none"},      {8192, 8192, 512, "fp8_e4m3", "nt", "none"},
       // unaligned.yaml's aligned 1000 x 1000 x 1008 (layout nn, the row that misses its target; NOTES.md step 91)
       {1000, 1000, 1008, "bf16", "nn", "none"},     {1000, 1000, 1008, "fp8_e4m3", "nt", "none"},
+      // 1000 x 1000 x 1008's neighbours (NOTES.md step 97): which of its row strides (2016 bytes for A, 2000 for
+      // B: not a multiple of 128, so a box row spans two L2 lines) and which of its edges costs what
+      {1024, 1024, 1024, "bf16", "nn", "none"},     {1024, 1024, 1024, "bf16", "nt", "none"},
+      {1000, 1024, 1024, "bf16", "nn", "none"},     {1024, 1000, 1024, "bf16", "nn", "none"},
+      {1000, 1000, 1024, "bf16", "nn", "none"},     {1024, 1024, 1008, "bf16", "nn", "none"},
+      {1008, 1008, 1008, "bf16", "nn", "none"},     {1000, 1000, 1000, "bf16", "nn", "none"},
   };
   TimingPolicy timing;
   timing.budget_s = 0.3;

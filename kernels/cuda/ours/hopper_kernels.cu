@@ -88,6 +88,15 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   return fn;
 }
 
+// How much an L2 miss of a TMA load fetches. 256 bytes, unless the rows are not a whole number of 128-byte lines
+// apart: then each 128-byte box row straddles two lines, and 256-byte fills made the misaligned shapes 7-11 %
+// slower (NOTES.md step 97: 1000 x 1000 x 1008 nn 9.2 -> 8.6 us, 3000 x 5000 x 2000 nt 211 -> 190 us, with
+// 128-byte fills; 1000^3 12.3 -> 10.9). Where rows are whole lines the fill size made no difference beyond +-1 %
+// (steps 34, 67, 77, 97), except 128 x 8192 x 8192, 3 % faster with 256-byte fills.
+CUtensorMapL2promotion l2_promotion(std::uint64_t row_stride_bytes) {
+  return row_stride_bytes % 128 == 0 ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
+}
+
 // A 3-D (inner, outer, batch) row-major tensor with swizzled boxes of box_inner x box_outer (128-byte swizzle, or
 // 64-byte for the 32-column C chunks of a 128 x 32 tile).
 CUtensorMap tensor_map(const void* base, CUtensorMapDataType type, int elem_bytes, std::int64_t inner,
@@ -99,8 +108,8 @@ CUtensorMap tensor_map(const void* base, CUtensorMapDataType type, int elem_byte
   const cuuint32_t element_strides[3] = {1, 1, 1};
   CUtensorMap map{};
   const CUresult r = tensor_map_encoder()(&map, type, 3, const_cast<void*>(base), dims, strides, box, element_strides,
-                                          CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-                                          CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                                          CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, l2_promotion(strides[0]),
+                                          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     throw CudaError("cuTensorMapEncodeTiled failed (CUresult " + std::to_string(int(r)) + ") for a " +
                     std::to_string(inner) + " x " + std::to_string(outer) + " x " + std::to_string(batch) +
