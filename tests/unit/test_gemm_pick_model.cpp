@@ -33,19 +33,20 @@ PickConfig config(int bn, int cm, int cn, int bk = 64) {
 // case), each with the ratio it must still reach: the measured gap, a little rounded down (docs/kernels.md lists
 // them). A record that misses and is not listed fails the test (re-fit with bench/tools/fit_pick_model --fit, or
 // list it here with its gap and say so in docs/kernels.md), and so does a listed one that falls below its floor.
-// Misses of the committed constants on run-655c061, in sample, and on run-f5af5e8, run-4b2a545 and run-f36b47f,
-// held out (gemm_pick_model.cpp). Every record of the two workflows is within 3 % in all but run-4b2a545, which has
-// one miss there (fp8, whose kernels step 86 left identical: the same shapes' rankings move from run to run).
+// Misses of the committed constants on run-655c061, in sample, and on run-4b2a545, run-f36b47f and run-b979f0c,
+// held out (gemm_pick_model.cpp). Every record of the two workflows is within 3 % in all but run-4b2a545 and
+// run-b979f0c, which have one miss there each, the same record (fp8 4096 x 2880 x 2880, below: the pick's time is
+// 63.0-63.8 us in all four runs, the winner's 60.8-61.4; it passes 3 % in two of them).
 const std::map<std::string, double> kKnownMisses = {
     // fp8 3000 x 5000 x 2001: 128x192 promote8 without a cluster picked, the 2x1 pair with stream-K wins by 4.4-4.7 %
     // (the same miss in sample and held out).
     {"issue22/run-655c061/unaligned/run/nodes/fp8/artifact.json: m3000_n5000_k2001 fp8_e4m3 nt none", 0.95},
-    {"issue22/run-f5af5e8/unaligned/run/nodes/fp8/artifact.json: m3000_n5000_k2001 fp8_e4m3 nt none", 0.95},
     {"issue22/run-4b2a545/unaligned/run/nodes/fp8/artifact.json: m3000_n5000_k2001 fp8_e4m3 nt none", 0.94},
     {"issue22/run-f36b47f/unaligned/run/nodes/fp8/artifact.json: m3000_n5000_k2001 fp8_e4m3 nt none", 0.94},
-    // run-4b2a545: fp8 4096 x 2880 x 2880 (23 k-tiles: two intervals of 8 and seven single k-tiles): 128x192
-    // promote8 picked, promote4 with staggered promotion wins by 3.9 %.
+    // fp8 4096 x 2880 x 2880 (23 k-tiles: two intervals of 8 and seven single k-tiles): 128x192 promote8 picked,
+    // promote4 with staggered promotion wins by 3.9 % (run-4b2a545) and 4.0 % (run-b979f0c).
     {"issue22/run-4b2a545/cluster_gemm/run/nodes/sweep/artifact.json: lab_m4096_n2880_k2880 fp8_e4m3 nn none", 0.95},
+    {"issue22/run-b979f0c/cluster_gemm/run/nodes/sweep/artifact.json: lab_m4096_n2880_k2880 fp8_e4m3 nn none", 0.95},
 };
 
 // The records the model is held to: those of the kernel it picks for (h100_pick_evidence_runs()).
@@ -97,7 +98,7 @@ std::string joined(const std::vector<std::string>& lines) {
 
 TEST(GemmPickModel, EveryCommittedAutotunePickWithin3PercentOfTheWinner) {
   const auto records = evidence();
-  // 244 records: issue22/run-655c061's, run-f5af5e8's, run-4b2a545's and run-f36b47f's cluster_gemm,
+  // 244 records: issue22/run-655c061's, run-4b2a545's, run-f36b47f's and run-b979f0c's cluster_gemm,
   // kernel_selector and unaligned (gemm_pick_fit.cpp).
   ASSERT_GE(records.size(), 244u) << "the committed autotune evidence was not found under " << kEvidenceDir;
   const auto failures = pick_failures(records, h100_pick_constants(), kKnownMisses);
