@@ -242,17 +242,20 @@ PickPrediction predict_pick(const PickShape& s, const std::string& dtype, const 
   if (small_grid > 0 && c.stream_k_small_grid_slowdown <= 0) return unpriced();
   if (cfg.schedule == "pingpong") efficiency *= c.pingpong_efficiency;
   if (cfg.promotion_interval > 1) {
-    // The interval's rate holds for the k-tiles in whole intervals; the kernel promotes the rest of a work item one
-    // k-tile at a time, at promote1's rate (K = 2880 in fp8 is 23 k-tiles: five intervals of 4 and three single
-    // ones, or two of 8 and seven single ones).
+    // The interval's rate holds for the k-tiles in whole intervals; promote8 then runs one interval of 4 where at
+    // least 4 k-tiles are left (NOTES.md step 100), and the kernel promotes the rest of a work item one k-tile at
+    // a time, at promote1's rate (K = 2880 in fp8 is 23 k-tiles: five intervals of 4 and three single ones, or two
+    // of 8, one of 4 and three single ones).
     double interval_rate = c.promote4_efficiency;
     if (cfg.promotion_interval > 4) {   // 8: relative to 4
       if (c.promote8_efficiency <= 0) return unpriced();
       interval_rate *= c.promote8_efficiency;
     }
     const double whole = double(per_split / cfg.promotion_interval * cfg.promotion_interval);
-    const double rest = double(per_split) - whole;
-    efficiency *= per_split > 0 ? double(per_split) / (whole / interval_rate + rest) : interval_rate;
+    const double fours = cfg.promotion_interval > 4 && per_split - whole >= 4 ? 4.0 : 0.0;
+    const double rest = double(per_split) - whole - fours;
+    efficiency *= per_split > 0 ? double(per_split) / (whole / interval_rate + fours / c.promote4_efficiency + rest)
+                                : interval_rate;
   }
   if (cfg.promotion_stagger > 0) {
     if (c.stagger_efficiency <= 0) return unpriced();

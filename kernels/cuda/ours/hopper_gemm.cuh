@@ -413,28 +413,35 @@ __global__ void __launch_bounds__(kThreads, 1)
             // bounds. The interval is unrolled at compile time on purpose: with a run-time interval (a wait<0> or
             // wait<1> chosen by a branch) ptxas serializes every wgmma ("C7518 ... WG.DP in divergent path",
             // NOTES.md step 16; tests/build/check_ptxas.cmake keeps such a kernel out of the build).
-            for (; kt + PromoteEvery <= k_end; kt += PromoteEvery) {
+            // Every 8 k-tiles, then once more every 4 where at least 4 are left: the k-tiles past the last whole
+            // interval are promoted one at a time, each draining the pipe, and K = 2880 in fp8 leaves 7 of its 23
+            // there (NOTES.md step 100). The size loop is unrolled, so each size is a compile-time constant.
 #pragma unroll
-              for (int j = 0; j < PromoteEvery; ++j) {
-                const std::uint32_t at = it + std::uint32_t(j);
-                const int s = int(at % kStages);
-                mbar_wait(full_bar + 8u * std::uint32_t(s), (at / kStages) & 1);
-                wgmma_fence();
-                fence_registers(part);
-                issue(part, s, wg * 64, j > 0);
-                wgmma_commit();
-                if (j > 0 && j + 1 < PromoteEvery) {
-                  wgmma_wait<1>();   // k-tile j - 1 has been read
-                  release(int((at - 1) % kStages));
+            for (int size = 0; size < (PromoteEvery >= 8 ? 2 : 1); ++size) {
+              const int interval = size == 0 ? PromoteEvery : PromoteEvery / 2;
+              for (; kt + interval <= k_end; kt += interval) {
+#pragma unroll
+                for (int j = 0; j < interval; ++j) {
+                  const std::uint32_t at = it + std::uint32_t(j);
+                  const int s = int(at % kStages);
+                  mbar_wait(full_bar + 8u * std::uint32_t(s), (at / kStages) & 1);
+                  wgmma_fence();
+                  fence_registers(part);
+                  issue(part, s, wg * 64, j > 0);
+                  wgmma_commit();
+                  if (j > 0 && j + 1 < interval) {
+                    wgmma_wait<1>();   // k-tile j - 1 has been read
+                    release(int((at - 1) % kStages));
+                  }
                 }
-              }
-              wgmma_wait<0>();
-              fence_registers(part);
-              release(int((it + PromoteEvery - 2) % kStages));
-              release(int((it + PromoteEvery - 1) % kStages));
-              it += PromoteEvery;
+                wgmma_wait<0>();
+                fence_registers(part);
+                release(int((it + interval - 2) % kStages));
+                release(int((it + interval - 1) % kStages));
+                it += interval;
 #pragma unroll
-              for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
+                for (int i = 0; i < kAcc; ++i) acc[0][i] += part[i];
+              }
             }
           }
         }
