@@ -109,15 +109,14 @@ std::vector<PickEvidence> read_pick_evidence_dir(const std::string& dir) {
 }
 
 const std::vector<std::string>& h100_pick_evidence_runs() {
-  // 2026-11-27: the kernel of NOTES.md step 80 (work decoding by multiplies): the constants' fit (run-655c061; its
-  // held-out rerun run-f5af5e8 is archived in superseded-runs-8.tar.xz, to keep the device tool's carry under 64 MiB);
-  // step 86's (bf16 chunks without a bias skip the bias work: the ping-pong tile that already won K <= 512 4 %
-  // faster, nothing re-ranked; run-4b2a545, held out); step 93's (the bf16 128 x 64 tiles walk bands of 2 rows:
-  // 1000 x 1000 x 1008 12 % faster, its pick unchanged; run-f36b47f, held out); and step 97's (128-byte L2 fills
-  // where rows are not whole 128-byte lines apart: misaligned shapes 7-11 % faster; run-b979f0c, held out). The
-  // runs of earlier kernels stay committed (or archived: issue22/README.md) as what those kernels measured.
-  static const std::vector<std::string> runs = {"issue22/run-655c061", "issue22/run-4b2a545", "issue22/run-f36b47f",
-                                                "issue22/run-b979f0c"};
+  // 2026-11-27: the kernel of NOTES.md step 80 (work decoding by multiplies), the constants' fit (run-655c061); and,
+  // held out, step 93's (the bf16 128 x 64 tiles walk bands of 2 rows; run-f36b47f), step 97's (128-byte L2 fills
+  // where rows are not whole 128-byte lines apart; run-b979f0c) and step 100's (fp8 promote8 runs one interval of
+  // 4 past its last interval of 8; run-de0ae52). The held-out runs of steps 80 and 86 (run-f5af5e8, run-4b2a545)
+  // are archived in issue22/superseded-runs-8 and -9.tar.xz, to keep the device tool's carry under 64 MiB; the runs
+  // of earlier kernels stay committed (or archived: issue22/README.md) as what those kernels measured.
+  static const std::vector<std::string> runs = {"issue22/run-655c061", "issue22/run-f36b47f", "issue22/run-b979f0c",
+                                                "issue22/run-de0ae52"};
   return runs;
 }
 
