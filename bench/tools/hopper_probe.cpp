@@ -16,6 +16,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "kernels/cuda/candidate_search.hpp"
@@ -148,11 +149,6 @@ int main(int argc, char** argv) {
       ours::HopperConfig c{name, true, bn, cm, cn, true, 8, 0, "cooperative", sk, 8};
       return ours::make_hopper_kernel(c);
     };
-    auto tall = [](const std::string& name, int cm, int cn, bool sk) {
-      ours::HopperConfig c{name, false, 128, cm, cn, true, 8, 0, "cooperative", sk};
-      c.block_m = 256;
-      return ours::make_hopper_kernel(c);
-    };
     for (int bn : {128, 192}) {
       kernels.push_back(fp8_p8("combos_base", bn, 1, 1, false));
       kernels.push_back(fp8_p8("combos_base", bn, 2, 1, false));
@@ -161,11 +157,11 @@ int main(int argc, char** argv) {
       kernels.push_back(fp8_p8("combos", bn, 1, 1, true));
       kernels.push_back(fp8_p8("combos", bn, 2, 1, true));
     }
-    kernels.push_back(tall("combos_base", 1, 1, false));
-    kernels.push_back(tall("combos_base", 1, 2, false));
-    kernels.push_back(tall("combos", 1, 1, true));
-    kernels.push_back(tall("combos", 2, 1, true));
-    kernels.push_back(tall("combos", 1, 2, true));
+    // bf16 256 x 128 (the outer `tall`), listed alone and as the 1x2 pair, and with stream-K in each cluster shape.
+    for (auto [cm, cn, sk] : {std::tuple{1, 1, false}, std::tuple{1, 2, false}, std::tuple{1, 1, true},
+                              std::tuple{2, 1, true}, std::tuple{1, 2, true}})
+      kernels.push_back(ours::make_hopper_kernel(
+          tall({sk ? "combos" : "combos_base", false, 128, cm, cn, true, 8, 0, "cooperative", sk})));
     kernels.push_back(ours::make_hopper_kernel({"combos_base", false, 64, 1, 1, true, 8, 0}));
     kernels.push_back(ours::make_hopper_kernel({"combos_base", false, 64, 2, 1, true, 8, 0}));
     for (auto [cm, cn] : {std::pair{2, 2}, std::pair{4, 1}, std::pair{1, 4}})

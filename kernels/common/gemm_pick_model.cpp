@@ -5,6 +5,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "kernels/common/fp8_promotion.hpp"
+
 namespace aispflow::kernels {
 
 namespace {
@@ -244,20 +246,19 @@ PickPrediction predict_pick(const PickShape& s, const std::string& dtype, const 
   if (small_grid > 0 && c.stream_k_small_grid_slowdown <= 0) return unpriced();
   if (cfg.schedule == "pingpong") efficiency *= c.pingpong_efficiency;
   if (cfg.promotion_interval > 1) {
-    // The interval's rate holds for the k-tiles in whole intervals; promote8 then runs one interval of 4 where at
-    // least 4 k-tiles are left (NOTES.md step 100), and the kernel promotes the rest of a work item one k-tile at
-    // a time, at promote1's rate (K = 2880 in fp8 is 23 k-tiles: five intervals of 4 and three single ones, or two
-    // of 8, one of 4 and three single ones).
-    double interval_rate = c.promote4_efficiency;
-    if (cfg.promotion_interval > 4) {   // 8: relative to 4
-      if (c.promote8_efficiency <= 0) return unpriced();
-      interval_rate *= c.promote8_efficiency;
-    }
+    // The kernel's rule (kernels/common/fp8_promotion.hpp): whole intervals at the interval's rate, one tail
+    // interval where enough k-tiles are left, the rest one k-tile at a time at promote1's rate (K = 2880 in fp8 is
+    // 23 k-tiles: five intervals of 4 and three single ones, or two of 8, one of 4 and three single ones).
+    if (cfg.promotion_interval > 4 && c.promote8_efficiency <= 0) return unpriced();
+    auto rate = [&](int interval) {   // promote4's rate, and promote8's relative to it
+      return interval > 4 ? c.promote4_efficiency * c.promote8_efficiency : c.promote4_efficiency;
+    };
+    const int tail = promotion_tail_interval(cfg.promotion_interval);
     const double whole = double(per_split / cfg.promotion_interval * cfg.promotion_interval);
-    const double fours = cfg.promotion_interval > 4 && per_split - whole >= 4 ? 4.0 : 0.0;
-    const double rest = double(per_split) - whole - fours;
-    efficiency *= per_split > 0 ? double(per_split) / (whole / interval_rate + fours / c.promote4_efficiency + rest)
-                                : interval_rate;
+    const double tails = tail > 0 && per_split - whole >= tail ? double(tail) : 0.0;
+    const double rest = double(per_split) - whole - tails;
+    const double interval_rate = rate(cfg.promotion_interval);
+    efficiency *= per_split > 0 ? double(per_split) / (whole / interval_rate + tails / rate(tail) + rest) : interval_rate;
   }
   if (cfg.promotion_stagger > 0) {
     if (c.stagger_efficiency <= 0) return unpriced();

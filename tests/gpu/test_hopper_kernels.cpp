@@ -54,8 +54,9 @@ TEST(HopperKernels, DefaultPicksFollowTheShape) {
   auto picked = [](const std::vector<std::unique_ptr<OurKernel>>& list, std::size_t i) { return list.at(i)->config(); };
   // 2880 = 15 x 192: the 192-wide tile leaves no partial column of tiles (ours.wgmma's rule). ours.cluster's pick
   // model (tests/unit/test_gemm_pick_model.cpp) takes 256x128 without a cluster there: 368 tiles, 2.8 waves of 132,
-  // against 3.64 at 192 wide; measured (issue22/run-655c061 and run-f5af5e8, cluster_gemm/sweep, nn) 256x128 1x1
-  // was the winner both times (100.4 / 100.6 us), 128x192 2x1 6-8 % behind it.
+  // against 3.64 at 192 wide; measured (issue22/run-655c061 and run-f5af5e8, the latter now in
+  // superseded-runs-8.tar.xz; cluster_gemm/sweep, nn) 256x128 1x1 was the winner both times (100.4 / 100.6 us),
+  // 128x192 2x1 6-8 % behind it.
   const GemmCase gptoss{shape_of(4096, 2880, 2880), "bf16", "nt", "none"};
   EXPECT_EQ(picked(wgmma, ours::pick_wgmma(wgmma, gptoss))["tile"][1], 192);
   EXPECT_EQ(picked(cluster, ours::pick_cluster(cluster, gptoss))["tile"], nlohmann::json({256, 128, 64}));

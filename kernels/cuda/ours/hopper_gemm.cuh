@@ -44,6 +44,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/common/fp8_promotion.hpp"
 #include "kernels/common/work_schedule.hpp"
 #include "kernels/cuda/check.hpp"
 #include "kernels/cuda/cluster_launch.hpp"
@@ -413,12 +414,13 @@ __global__ void __launch_bounds__(kThreads, 1)
             // bounds. The interval is unrolled at compile time on purpose: with a run-time interval (a wait<0> or
             // wait<1> chosen by a branch) ptxas serializes every wgmma ("C7518 ... WG.DP in divergent path",
             // NOTES.md step 16; tests/build/check_ptxas.cmake keeps such a kernel out of the build).
-            // Every 8 k-tiles, then once more every 4 where at least 4 are left: the k-tiles past the last whole
-            // interval are promoted one at a time, each draining the pipe, and K = 2880 in fp8 leaves 7 of its 23
-            // there (NOTES.md step 100). The size loop is unrolled, so each size is a compile-time constant.
+            // Whole intervals, then one tail interval where that many k-tiles are left (promotion_tail_interval,
+            // kernels/common/fp8_promotion.hpp: 4 for promote8, whose 7 leftover k-tiles of K = 2880 otherwise went
+            // one at a time). The size loop is unrolled, so each size is a compile-time constant.
+            constexpr int kTail = promotion_tail_interval(PromoteEvery);
 #pragma unroll
-            for (int size = 0; size < (PromoteEvery >= 8 ? 2 : 1); ++size) {
-              const int interval = size == 0 ? PromoteEvery : PromoteEvery / 2;
+            for (int size = 0; size < (kTail > 0 ? 2 : 1); ++size) {
+              const int interval = size == 0 ? PromoteEvery : kTail;
               for (; kt + interval <= k_end; kt += interval) {
 #pragma unroll
                 for (int j = 0; j < interval; ++j) {
