@@ -96,7 +96,9 @@ nlohmann::json to_json(const PickConstants& c) {
 // same fp8 miss, 5.1 %); on step 97's (issue22/run-b979f0c, 128-byte L2 fills for misaligned rows): 60 of 61,
 // 42 of 43 (fp8 4096 x 2880 x 2880 at 0.960 again; fp8 3000 x 5000 x 2001 at 0.970); and on step 100's
 // (issue22/run-de0ae52, promote8's interval of 4 past its last interval of 8, which the model prices): 59 of 61,
-// 42 of 43 (fp8 moe_down at 0.96998; fp8 3000 x 5000 x 2001 at 0.958). run-f5af5e8 and run-4b2a545 are archived.
+// 42 of 43 (fp8 moe_down at 0.96998; fp8 3000 x 5000 x 2001 at 0.958); and on the same kernel's rerun with step 101's
+// CUTLASS row (issue22/run-9b8b889): 60 of 61, all 43 (fp8 3000 x 5000 x 2001 at 0.956). run-f5af5e8, run-4b2a545
+// and run-f36b47f are archived.
 // Earlier fits had several basins (penalties 20-100, seeds 11-12: tile efficiencies up to 15 % apart, 54-56 of 61).
 const PickConstants& h100_pick_constants() {
   static const PickConstants c = [] {
