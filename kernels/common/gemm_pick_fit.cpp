@@ -112,7 +112,7 @@ const std::vector<std::string>& h100_pick_evidence_runs() {
   // 2026-11-27: the kernel of NOTES.md step 80 (work decoding by multiplies), the constants' fit (run-655c061); and,
   // held out, step 97's (128-byte L2 fills where rows are not whole 128-byte lines apart; run-b979f0c), step 100's
   // (fp8 promote8 runs one interval of 4 past its last interval of 8; run-de0ae52) and the same kernel again with
-  // step 101's CUTLASS decode row beside it (run-9b8b889, on another day's H100 call). The held-out runs of steps
+  // step 101's CUTLASS decode row beside it (run-9b8b889, a later H100 call). The held-out runs of steps
   // 80, 86 and 93 (run-f5af5e8, run-4b2a545, run-f36b47f) are archived in issue22/superseded-runs-8, -9 and
   // -10.tar.xz, to keep the device tool's carry under 64 MiB; the runs of earlier kernels stay committed (or
   // archived: issue22/README.md) as what those kernels measured.
