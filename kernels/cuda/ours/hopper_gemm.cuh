@@ -227,7 +227,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // its own threads to, which a CTA barrier does for far less (NOTES.md step 40: the cluster barrier and the one at
   // exit took 0.9 and 0.7 us of a 13 us decode kernel).
   if (cluster_size > 1)
-    cluster_sync();
+    cluster_arrive_relaxed_wait();
   else
     __syncthreads();
 
@@ -242,6 +242,13 @@ __global__ void __launch_bounds__(kThreads, 1)
           load_stage(unit, kt, s);
         }
       }
+      // The producer's tail (clusters only): wait until every stage has been released once more, by every consumer
+      // of every CTA it was multicast into. After that no peer arrives on this CTA's barriers or reads what this
+      // producer loaded, so the CTA may leave without a cluster barrier at exit (NOTES.md step 105: that barrier's
+      // release arrive and wait were a quarter of a 128 x 64 pair's stall samples at 1000 x 1000 x 1008). Stages
+      // never filled pass at once, as on their first use.
+      if (cluster_size > 1)
+        for (int i = 0; i < kStages; ++i, ++it) mbar_wait(&empty[int(it % kStages)], ((it / kStages) & 1) ^ 1);
     }
   } else if (second_idle && warpgroup == 2) {
     // No live rows in any tile: nothing to compute or store (it keeps its launch registers; the producer's release
@@ -601,8 +608,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     if (lane == 0) tma_store_wait_all<0>();
   }
-  // No CTA may leave while a peer can still multicast into its shared memory or arrive on its barriers.
-  if (cluster_size > 1) cluster_sync();
+  // No CTA may leave while a peer can still multicast into its shared memory or arrive on its barriers: the
+  // producer's tail above waits for that, in place of a cluster barrier here.
 #endif
 }
 

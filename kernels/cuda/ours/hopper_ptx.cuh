@@ -158,8 +158,12 @@ __device__ __forceinline__ std::uint32_t cluster_cta_count() {
   asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
   return n;
 }
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+// The start of a cluster's kernel: every thread arrives without ordering its own memory operations (relaxed: no
+// ERRBAR in every warp, which the release form costs; NOTES.md step 105), then waits with acquire. What the peers
+// must see before the first multicast, the barriers' initialisation, is released by fence_mbarrier_init() in the
+// thread that initialised them, which is the pairing the PTX ISA gives that fence.
+__device__ __forceinline__ void cluster_arrive_relaxed_wait() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 template <int Regs>
 __device__ __forceinline__ void setmaxnreg_dec() {
