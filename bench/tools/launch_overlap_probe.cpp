@@ -80,20 +80,30 @@ void print_graph(const char* who, const std::function<void(cudaStream_t)>& launc
   AISPFLOW_CUDA_CHECK(cudaGraphDestroy(graph));
 }
 
-void compare(const char* who, GpuContext& ctx, const TimingPolicy& timing,
-             const std::function<void(cudaStream_t, int)>& gemm, int copies) {
-  gemm(ctx.stream(), 0);   // once uncaptured: CUTLASS sets its kernel's shared-memory attribute on the first call
-  AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+// Verified first, as every timed kernel is (verify_candidate: the search's check, on the first and the last
+// operand copy); that first, uncaptured launch also lets CUTLASS set its kernel's shared-memory attribute before
+// the capture. `word` is the memset's 4-byte target.
+void compare(const char* who, GpuContext& ctx, GemmProblem& problem, const TimingPolicy& timing,
+             const BoundLaunch& gemm, const DeviceBuffer& word) {
+  SearchCandidate check;
+  check.kernel = who;
+  check.launch = gemm;
+  verify_candidate(check, problem, ctx.stream());
+  if (!check.verified) {
+    std::printf("  %s: not timed: %s\n", who, check.reason.c_str());
+    return;
+  }
   print_graph(who, [&](cudaStream_t s) { gemm(s, 0); }, ctx.stream());
-  static DeviceBuffer word(4);
-  auto empty = [](cudaStream_t s) { AISPFLOW_CUDA_CHECK(cudaMemsetAsync(word.get(), 0, 4, s)); };
+  auto memset = [&word](cudaStream_t s) { AISPFLOW_CUDA_CHECK(cudaMemsetAsync(word.get(), 0, word.bytes(), s)); };
+  const int copies = problem.copies();
   const double alone = ctx.harness().time(timing, rotating_launch(gemm, copies)).stats.median_ms;
-  const double gap = ctx.harness().time(timing, empty).stats.median_ms;
+  const double gap = ctx.harness().time(timing, memset).stats.median_ms;
   const double pair = ctx.harness()
-                          .time(timing, rotating_launch([&](cudaStream_t s, int c) { gemm(s, c); empty(s); }, copies))
+                          .time(timing, rotating_launch([&](cudaStream_t s, int c) { gemm(s, c); memset(s); }, copies))
                           .stats.median_ms;
-  std::printf("  %s: alone %.2f us, memset %.2f us, pair %.2f us: pair - memset - alone = %+.2f us\n", who, alone * 1e3,
-              gap * 1e3, pair * 1e3, (pair - gap - alone) * 1e3);
+  std::printf("  %s (verified, max rel err %.2e): alone %.2f us, memset %.2f us, pair %.2f us: "
+              "pair - memset - alone = %+.2f us\n",
+              who, check.max_rel_err, alone * 1e3, gap * 1e3, pair * 1e3, (pair - gap - alone) * 1e3);
 }
 
 }  // namespace
@@ -113,6 +123,7 @@ int main() {
   timing.target_stdrel = 0.01;
   timing.budget_s = 1.0;
   std::mt19937_64 rng(22);
+  const DeviceBuffer word(4);
   struct Case { std::int64_t m, n, k; const char* dtype; };
   for (const Case cs : {Case{64, 2880, 4096, "fp8_e4m3"}, Case{64, 5120, 2880, "fp8_e4m3"},
                         Case{64, 2880, 4096, "bf16"}, Case{64, 5120, 2880, "bf16"},
@@ -130,7 +141,8 @@ int main() {
       const auto cands = plan.candidates(1);
       if (!cands.empty()) {
         const auto algo = cands.front().algo;
-        compare("cublasLt heuristic top", ctx, timing, [&](cudaStream_t st, int c) { plan.run(algo, st, c); }, copies);
+        compare("cublasLt heuristic top", ctx, problem, timing, [&](cudaStream_t st, int c) { plan.run(algo, st, c); },
+                word);
       }
     } catch (const std::exception& e) { std::printf("  cublasLt: %s\n", e.what()); }
     for (const CutlassInstance* inst : cutlass_instances_for(gc)) {
@@ -147,15 +159,15 @@ int main() {
       DeviceBuffer workspace(o->workspace_bytes(base));
       base.workspace = workspace.get();
       base.workspace_bytes = workspace.bytes();
-      const std::string who = "CUTLASS " + inst->name().substr(40, 60);
+      const std::string who = "CUTLASS " + inst->symbol();
       try {
-        compare(who.c_str(), ctx, timing, [&](cudaStream_t st, int c) {
+        compare(who.c_str(), ctx, problem, timing, [&](cudaStream_t st, int c) {
           cutlass_abi::GemmArgs a = base;
           a.a = problem.a(c); a.b = problem.b(c); a.c = problem.c(c); a.stream = st;
           if (const int status = o->run(a); status != cutlass_abi::kOk)
             throw CudaError("CUTLASS launch failed: status " + std::to_string(status) + ", " +
                             cudaGetErrorString(cudaGetLastError()));
-        }, copies);
+        }, word);
       } catch (const std::exception& e) { std::printf("  %s: %s\n", who.c_str(), e.what()); }
     }
   }

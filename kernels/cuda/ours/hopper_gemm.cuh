@@ -223,9 +223,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (; pre_issued < kStages && unit.k_begin + pre_issued < unit.k_end; ++pre_issued)
         load_stage(unit, unit.k_begin + pre_issued, pre_issued);
   }
-  // A cluster's CTAs must see each other's initialised barriers before any multicast; a lone CTA (1x1) only needs
-  // its own threads to, which a CTA barrier does for far less (NOTES.md step 40: the cluster barrier and the one at
-  // exit took 0.9 and 0.7 us of a 13 us decode kernel).
+  // A cluster's CTAs must see each other's initialised barriers before any multicast (a relaxed arrive: NOTES.md
+  // step 105); a lone CTA (1x1) only needs its own threads to, which a CTA barrier does for far less (NOTES.md
+  // step 40: the cluster barrier took 0.9 us of a 13 us decode kernel).
   if (cluster_size > 1)
     cluster_arrive_relaxed_wait();
   else
@@ -234,11 +234,17 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (warpgroup == 0) {
     setmaxnreg_dec<56>();
     if (threadIdx.x == 0) {
+      // Fill number `it` takes stage it % kStages once every reader has released the fill before it there
+      // (fresh stages pass at once); returns the stage.
+      auto acquire = [&](std::uint32_t it) {
+        const int s = int(it % kStages);
+        mbar_wait(&empty[s], ((it / kStages) & 1) ^ 1);
+        return s;
+      };
       std::uint32_t it = std::uint32_t(pre_issued);
       for (int skip = pre_issued; has_unit; has_unit = producer_schedule.next(unit), skip = 0) {
         for (int kt = unit.k_begin + skip; kt < unit.k_end; ++kt, ++it) {
-          const int s = int(it % kStages);
-          mbar_wait(&empty[s], ((it / kStages) & 1) ^ 1);
+          const int s = acquire(it);
           load_stage(unit, kt, s);
         }
       }
@@ -248,7 +254,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       // release arrive and wait were a quarter of a 128 x 64 pair's stall samples at 1000 x 1000 x 1008). Stages
       // never filled pass at once, as on their first use.
       if (cluster_size > 1)
-        for (int i = 0; i < kStages; ++i, ++it) mbar_wait(&empty[int(it % kStages)], ((it / kStages) & 1) ^ 1);
+        for (int i = 0; i < kStages; ++i, ++it) acquire(it);
     }
   } else if (second_idle && warpgroup == 2) {
     // No live rows in any tile: nothing to compute or store (it keeps its launch registers; the producer's release
