@@ -5,19 +5,24 @@
 //   hopper_probe [filter [case]]   only configurations whose name contains `filter`, only cases whose `==` line
 //                                  (e.g. "4096x4096x4096 bf16 nt none": shape, dtype, layout, epilogue, each
 //                                  spelt out) contains `case` (for ncu runs)
+//   PROBE_SHAPE="MxNxK dtype layout" replaces the case list with that one case (epilogue none, batch 1): a shape
+//                                  the list does not hold, without a rebuild
 // Operands: like the workflows, the launches rotate over enough copies that each reads cold data (the `==` line
 // says how many); PROBE_WARM=1 times one copy, which stays in L2 between the launches of a batch (how this probe
 // timed before 2026-11-26's step 26: NOTES.md).
+#include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <initializer_list>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "kernels/cuda/candidate_search.hpp"
 #include "kernels/cuda/context.hpp"
@@ -174,8 +179,24 @@ int main(int argc, char** argv) {
     for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}, std::pair{1, 2}, std::pair{2, 2}, std::pair{4, 2},
                           std::pair{2, 4}, std::pair{4, 1}})
       kernels.push_back(ours::make_hopper_kernel({"clustersk", false, 64, cm, cn, true, 8, 0, "cooperative", true}));
+  std::vector<Case> case_list(std::begin(cases), std::end(cases));
+  std::string shape_dtype, shape_layout;   // PROBE_SHAPE's strings, which its Case points into
+  if (const char* only = std::getenv("PROBE_SHAPE")) {
+    Case c{0, 0, 0, "", "", "none"};
+    char dtype[32] = {}, layout[8] = {};
+    if (std::sscanf(only, "%" SCNd64 "x%" SCNd64 "x%" SCNd64 " %31s %7s", &c.m, &c.n, &c.k, dtype, layout) != 5 || c.m <= 0 || c.n <= 0 ||
+        c.k <= 0 || !lt_dtype(dtype) || (std::string(layout) != "nn" && std::string(layout) != "nt")) {
+      std::fprintf(stderr, "PROBE_SHAPE=\"%s\": expected \"MxNxK dtype layout\", e.g. \"1000x896x1008 bf16 nn\"\n", only);
+      return 2;
+    }
+    shape_dtype = dtype;
+    shape_layout = layout;
+    c.dtype = shape_dtype.c_str();
+    c.layout = shape_layout.c_str();
+    case_list = {c};
+  }
   std::mt19937_64 rng(42);
-  for (const Case& cs : cases) {
+  for (const Case& cs : case_list) {
     GemmShape s;
     s.m = cs.m; s.n = cs.n; s.k = cs.k; s.batch = cs.batch;
     s.name = std::to_string(cs.m) + "x" + std::to_string(cs.n) + "x" + std::to_string(cs.k) +

@@ -33,21 +33,18 @@ PickConfig config(int bn, int cm, int cn, int bk = 64) {
 // case), each with the ratio it must still reach: the measured gap, a little rounded down (docs/kernels.md lists
 // them). A record that misses and is not listed fails the test (re-fit with bench/tools/fit_pick_model --fit, or
 // list it here with its gap and say so in docs/kernels.md), and so does a listed one that falls below its floor.
-// Misses of the committed constants on run-655c061, in sample, and on run-b979f0c, run-de0ae52 and run-9b8b889,
-// held out (gemm_pick_model.cpp). Every record of the two workflows is within 3 % in all but run-b979f0c and
-// run-de0ae52, which have one borderline fp8 miss there each (below).
+// Misses of the committed constants on run-655c061, in sample, and on run-3a70431 (step 105's kernel), held out
+// (gemm_pick_fit.cpp). Every record of the two workflows the issue names is within 3 % in both.
 const std::map<std::string, double> kKnownMisses = {
     // fp8 3000 x 5000 x 2001: 128x192 promote8 without a cluster picked, a 2x1 pair wins by 4.2-4.7 % (the same
-    // miss in sample and held out; 3.0 % in run-b979f0c, within the floor of every record).
+    // miss in sample and held out, in every run since step 80; 3.0-4.7 %).
     {"issue22/run-655c061/unaligned/run/nodes/fp8/artifact.json: m3000_n5000_k2001 fp8_e4m3 nt none", 0.95},
-    {"issue22/run-de0ae52/unaligned/run/nodes/fp8/artifact.json: m3000_n5000_k2001 fp8_e4m3 nt none", 0.95},
-    {"issue22/run-9b8b889/unaligned/run/nodes/fp8/artifact.json: m3000_n5000_k2001 fp8_e4m3 nt none", 0.95},
-    // fp8 4096 x 2880 x 2880 (23 k-tiles): 128x192 promote8 picked, promote4 with staggered promotion wins by
-    // 4.0 %. The pick took 63.0-63.8 us in every run of steps 80-97, the winner 60.8-61.4: within 3 % in some.
-    {"issue22/run-b979f0c/cluster_gemm/run/nodes/sweep/artifact.json: lab_m4096_n2880_k2880 fp8_e4m3 nn none", 0.95},
-    // fp8 prefill moe_down (512 x 2880 x 2880, 32 experts): 128x192 promote8 picked, the same tile promoting every
-    // k-tile wins by 3.1 % (0.96998).
-    {"issue22/run-de0ae52/cluster_gemm/run/nodes/sweep/artifact.json: prefill_t4096_moe_down fp8_e4m3 nn none", 0.96},
+    {"issue22/run-3a70431/unaligned/run/nodes/fp8/artifact.json: m3000_n5000_k2001 fp8_e4m3 nt none", 0.95},
+    // fp8 1000 x 1000 x 1001 (padded to K = 1024): 128x64 promote4 alone picked, the same tile in a 2x1 pair wins
+    // by 5.7 %. Step 105 took the cluster's barriers off this short kernel (the pair lost to the lone tile in every
+    // run before it); the model's cluster_item_overhead_ktiles still prices them. Lowering it loses more records
+    // than it wins (docs/kernels.md).
+    {"issue22/run-3a70431/unaligned/run/nodes/fp8/artifact.json: m1000_n1000_k1001 fp8_e4m3 nt none", 0.94},
 };
 
 // The records the model is held to: those of the kernel it picks for (h100_pick_evidence_runs()).
@@ -99,9 +96,9 @@ std::string joined(const std::vector<std::string>& lines) {
 
 TEST(GemmPickModel, EveryCommittedAutotunePickWithin3PercentOfTheWinner) {
   const auto records = evidence();
-  // 244 records: issue22/run-655c061's, run-b979f0c's, run-de0ae52's and run-9b8b889's cluster_gemm,
-  // kernel_selector and unaligned (gemm_pick_fit.cpp).
-  ASSERT_GE(records.size(), 244u) << "the committed autotune evidence was not found under " << kEvidenceDir;
+  // 61 records a run (its cluster_gemm, kernel_selector and unaligned), for each of h100_pick_evidence_runs().
+  ASSERT_GE(records.size(), 61 * h100_pick_evidence_runs().size())
+      << "the committed autotune evidence was not found under " << kEvidenceDir;
   const auto failures = pick_failures(records, h100_pick_constants(), kKnownMisses);
   EXPECT_TRUE(failures.empty()) << joined(failures);
 }
