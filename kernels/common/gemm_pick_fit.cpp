@@ -114,8 +114,8 @@ const std::vector<std::string>& h100_pick_evidence_runs() {
   // its rerun, rerun-ea657ed). Step 105 made clusters cheaper at small shapes and moved 15 of the 61 winners to a
   // 2x1 pair, so its runs start a new list (docs/kernels.md). Re-fits on them picked within 3 % on fewer records
   // (57 of run-3a70431's 61; 110 of the two runs' 122) than the committed constants (59; 116), which stay. The
-  // held-out runs of steps 97-101 (run-b979f0c, run-de0ae52; run-9b8b889 stays committed) and of steps 80-93 are
-  // archived or kept as what those kernels measured (issue22/README.md).
+  // held-out runs of steps 80-101 (run-b979f0c, run-de0ae52 and run-9b8b889 in issue22/superseded-runs-11.tar.xz)
+  // are archived as what those kernels measured (issue22/README.md).
   static const std::vector<std::string> runs = {"issue22/run-655c061", "issue22/run-3a70431",
                                                 "issue22/rerun-ea657ed"};
   return runs;
