@@ -5,7 +5,7 @@
 //   hopper_probe [filter [case]]   only configurations whose name contains `filter`, only cases whose `==` line
 //                                  (e.g. "4096x4096x4096 bf16 nt none": shape, dtype, layout, epilogue, each
 //                                  spelt out) contains `case` (for ncu runs)
-//   PROBE_SHAPE="MxNxK dtype layout" replaces the case list with that one case (epilogue none, batch 1): a shape
+//   PROBE_SHAPE="MxNxK[xBATCH] dtype layout" replaces the case list with that one case (epilogue none): a shape
 //                                  the list does not hold, without a rebuild
 // Operands: like the workflows, the launches rotate over enough copies that each reads cold data (the `==` line
 // says how many); PROBE_WARM=1 times one copy, which stays in L2 between the launches of a batch (how this probe
@@ -18,6 +18,7 @@
 #include <initializer_list>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <tuple>
@@ -33,15 +34,53 @@
 using namespace aispflow::kernels;
 using namespace aispflow::kernels::cuda;
 
+namespace {
+
+struct Case { std::int64_t m, n, k; const char* dtype; const char* layout; const char* epi; std::int64_t batch = 1; };
+
+// PROBE_SHAPE's case ("MxNxK[xBATCH] dtype layout", epilogue none); its dtype and layout point into static storage.
+std::optional<Case> parse_probe_shape(const char* text) {
+  static std::string dtype_text, layout_text;
+  Case c{0, 0, 0, "", "", "none"};
+  char dims[64] = {}, dtype[32] = {}, layout[8] = {}, rest = 0;
+  const bool words = std::sscanf(text, "%63s %31s %7s %c", dims, dtype, layout, &rest) == 3;
+  // The dimensions must be the whole word: %n records where the three or four numbers ended.
+  int end3 = -1, end4 = -1;
+  if (words) {
+    std::sscanf(dims, "%" SCNd64 "x%" SCNd64 "x%" SCNd64 "%n", &c.m, &c.n, &c.k, &end3);
+    std::int64_t m, n, k;
+    std::sscanf(dims, "%" SCNd64 "x%" SCNd64 "x%" SCNd64 "x%" SCNd64 "%n", &m, &n, &k, &c.batch, &end4);
+  }
+  const int length = int(std::strlen(dims));
+  if ((end3 != length && end4 != length) || c.m <= 0 || c.n <= 0 || c.k <= 0 || c.batch <= 0 || !lt_dtype(dtype) ||
+      (std::string(layout) != "nn" && std::string(layout) != "nt"))
+    return std::nullopt;
+  dtype_text = dtype;
+  layout_text = layout;
+  c.dtype = dtype_text.c_str();
+  c.layout = layout_text.c_str();
+  return c;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   const std::string filter = argc > 1 ? argv[1] : "";
   const std::string case_filter = argc > 2 ? argv[2] : "";
+  std::optional<Case> only_case;
+  if (const char* only = std::getenv("PROBE_SHAPE")) {
+    only_case = parse_probe_shape(only);
+    if (!only_case) {
+      std::fprintf(stderr, "PROBE_SHAPE=\"%s\": expected \"MxNxK[xBATCH] dtype layout\", e.g. \"1000x896x1008 bf16 nn\"\n",
+                   only);
+      return 2;
+    }
+  }
   if (system_info().devices.empty()) {
     std::printf("no GPU: %s\n", system_info().why_no_device.c_str());
     return 0;
   }
   GpuContext ctx(0);
-  struct Case { std::int64_t m, n, k; const char* dtype; const char* layout; const char* epi; std::int64_t batch = 1; };
   const Case cases[] = {
       {1, 1, 8, "bf16", "nt", "none"},          {17, 2880, 40, "bf16", "nt", "bias"},
       {17, 2880, 40, "bf16", "nn", "bias_gelu"}, {4096, 4096, 4096, "bf16", "nt", "none"},
@@ -180,21 +219,7 @@ int main(int argc, char** argv) {
                           std::pair{2, 4}, std::pair{4, 1}})
       kernels.push_back(ours::make_hopper_kernel({"clustersk", false, 64, cm, cn, true, 8, 0, "cooperative", true}));
   std::vector<Case> case_list(std::begin(cases), std::end(cases));
-  std::string shape_dtype, shape_layout;   // PROBE_SHAPE's strings, which its Case points into
-  if (const char* only = std::getenv("PROBE_SHAPE")) {
-    Case c{0, 0, 0, "", "", "none"};
-    char dtype[32] = {}, layout[8] = {};
-    if (std::sscanf(only, "%" SCNd64 "x%" SCNd64 "x%" SCNd64 " %31s %7s", &c.m, &c.n, &c.k, dtype, layout) != 5 || c.m <= 0 || c.n <= 0 ||
-        c.k <= 0 || !lt_dtype(dtype) || (std::string(layout) != "nn" && std::string(layout) != "nt")) {
-      std::fprintf(stderr, "PROBE_SHAPE=\"%s\": expected \"MxNxK dtype layout\", e.g. \"1000x896x1008 bf16 nn\"\n", only);
-      return 2;
-    }
-    shape_dtype = dtype;
-    shape_layout = layout;
-    c.dtype = shape_dtype.c_str();
-    c.layout = shape_layout.c_str();
-    case_list = {c};
-  }
+  if (only_case) case_list = {*only_case};
   std::mt19937_64 rng(42);
   for (const Case& cs : case_list) {
     GemmShape s;

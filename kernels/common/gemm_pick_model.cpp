@@ -101,7 +101,7 @@ nlohmann::json to_json(const PickConstants& c) {
 // (issue22/run-3a70431, a cluster's start and exit without release barriers, which moved 15 winners to 2x1 pairs):
 // 59 of 61, all 43 (fp8 3000 x 5000 x 2001 at 0.953; fp8 1000 x 1000 x 1001, where a pair now beats the lone tile,
 // at 0.943); on its rerun (issue22/rerun-ea657ed): 57 of 61, 41 of 43 (fp8 MoE up_gate and down at 0.957 and 0.965,
-// where exact promotion beats the deferred one picked). Re-fits on run-3a70431 (penalties 50 and 100, seeds 11 and
+// where exact promotion beats the deferred one picked: NOTES.md step 107). Re-fits on run-3a70431 (penalties 50 and 100, seeds 11 and
 // 12) reach 57 of its 61, and on both runs 110 of their 122 against these constants' 116, so these stay.
 // run-f5af5e8, run-4b2a545, run-f36b47f, run-b979f0c and run-de0ae52 are archived.
 // Earlier fits had several basins (penalties 20-100, seeds 11-12: tile efficiencies up to 15 % apart, 54-56 of 61).

@@ -50,8 +50,8 @@ const std::map<std::string, double> kKnownMisses = {
     {"issue22/rerun-ea657ed/unaligned/run/nodes/fp8/artifact.json: m1000_n1000_k1001 fp8_e4m3 nt none", 0.91},
     // fp8 MoE experts (512 x {5760, 2880} x 2880, 32 experts): the model picks deferred promotion (promote4 with
     // stream-K, promote8), and the exact promote1 of the same tile wins by 4.3 % and 3.5 % in this run (by 2.5 %
-    // and 2.7 % in run-3a70431, within 3 %). These shapes stream 265-531 MB of weights; how often the tile promotes
-    // moves their time by about the run-to-run spread.
+    // and 2.7 % in run-3a70431, within 3 %). A probe repeats it (NOTES.md step 107): here the exact promotion is
+    // faster, where the squares favour the longer intervals, and the model has one rate per interval for every shape.
     {"issue22/rerun-ea657ed/cluster_gemm/run/nodes/sweep/artifact.json: prefill_t4096_moe_up_gate fp8_e4m3 nn none", 0.95},
     {"issue22/rerun-ea657ed/cluster_gemm/run/nodes/sweep/artifact.json: prefill_t4096_moe_down fp8_e4m3 nn none", 0.96},
 };
