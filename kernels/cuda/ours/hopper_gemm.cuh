@@ -107,6 +107,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   static_assert(BM == 128 || (BM == 256 && !Fp8 && !PingPong && BN == 128),
                 "256-row tiles: bf16, cooperative, 128 columns (the accumulators of 128x256)");
   constexpr int kStages = Shape::kStages;
+  // fp8 promotion intervals: with one wgmma group left in flight, a consumer releases k-tile j's stage only after
+  // it has waited for k-tile j + 1's data and issued it, so the producer refills that stage one k-tile late and the
+  // ring runs kStages - 1 deep wherever the loads are slow. With 4 stages (128 x 192) that costs more than draining
+  // the group at each k-tile, which releases the stage at once (NOTES.md step 108). (bf16 keeps the queued group:
+  // its 4-stage 128-row tiles measured 0-2 % slower draining.)
+  constexpr bool kReleaseEachKTile = Fp8 && kStages <= 4;
   constexpr int kBlockK = Shape::kBlockK;
   constexpr int kASlab = BM * kRowBytes;               // A bytes per stage
   constexpr int kBSlab = BN * kRowBytes;               // B bytes per stage
@@ -151,8 +157,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int readers = PingPong || second_idle ? 1 : 2;
   const int rank = int(cluster_cta_rank());
   const int rank_m = rank % p.cluster_m, rank_n = rank / p.cluster_m;
-  const int cluster_id = int(blockIdx.x) / cluster_size;
-  const int clusters = int(gridDim.x) / cluster_size;
+  const int cluster_id = cluster_index();   // blockIdx.x / cluster_size: clusters run along x
+  const int clusters = cluster_count();
 
   // ---------------- producer (thread 0) ----------------
   // CTAs that share B (same columns: same rank_n) and those that share A (same rows: same rank_m).
@@ -370,7 +376,8 @@ __global__ void __launch_bounds__(kThreads, 1)
             // before the next is issued and its stage released at once, as cuBLASLt's loop does (its SASS, NOTES.md
             // step 65); the two consumer warpgroups then interleave their groups on the tensor pipe. Measured
             // 0.4-1.5 % faster for 256 x 128 than one group in flight, and slower for the 128-row tiles (128 x 64
-            // decode 2 %), which keep the queued group.
+            // decode 2 %; 128 x 256 and 128 x 192, 4 stages like 256 x 128, 0-2 %: NOTES.md step 108), which keep
+            // the queued group.
             wgmma_wait<0>();
             fence_accumulators();
             release(s);
@@ -444,14 +451,19 @@ __global__ void __launch_bounds__(kThreads, 1)
                   fence_registers(part);
                   issue(part, s, wg * 64, j > 0);
                   wgmma_commit();
-                  if (j > 0 && j + 1 < interval) {
+                  if constexpr (kReleaseEachKTile) {
+                    if (j + 1 < interval) {
+                      wgmma_wait<0>();   // k-tile j has been read: its stage goes back before k-tile j + 1's wait
+                      release(s);
+                    }
+                  } else if (j > 0 && j + 1 < interval) {
                     wgmma_wait<1>();   // k-tile j - 1 has been read
                     release(int((at - 1) % kStages));
                   }
                 }
                 wgmma_wait<0>();
                 fence_registers(part);
-                release(int((it + interval - 2) % kStages));
+                if constexpr (!kReleaseEachKTile) release(int((it + interval - 2) % kStages));
                 release(int((it + interval - 1) % kStages));
                 it += interval;
 #pragma unroll

@@ -158,6 +158,20 @@ __device__ __forceinline__ std::uint32_t cluster_cta_count() {
   asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
   return n;
 }
+// This cluster's index in the grid and the grid's cluster count (each CTA is a cluster of one in a launch without
+// clusters). Special registers, read without `volatile`: the compiler may read them again where it needs them
+// instead of holding a division's result in a register for the whole kernel (held, it spilled in the fp8 128 x 192
+// interval instances once step 108's release took a register: NOTES.md).
+__device__ __forceinline__ int cluster_index() {
+  std::uint32_t r;
+  asm("mov.u32 %0, %%clusterid.x;" : "=r"(r));
+  return int(r);
+}
+__device__ __forceinline__ int cluster_count() {
+  std::uint32_t r;
+  asm("mov.u32 %0, %%nclusterid.x;" : "=r"(r));
+  return int(r);
+}
 // The start of a cluster's kernel: every thread arrives without ordering its own memory operations (relaxed: no
 // ERRBAR in every warp, which the release form costs; NOTES.md step 105), then waits with acquire. What the peers
 // must see before the first multicast, the barriers' initialisation, is released by fence_mbarrier_init() in the
