@@ -15,8 +15,8 @@ namespace aispflow::kernels::cuda {
 namespace {
 
 // 1024 steps of four instructions: about 0.8 ms per launch on an H100 for every dtype (long enough to time
-// without a graph), and 4096 K-steps keep every partial sum within 13 significant bits, which fp8's narrow
-// accumulator holds exactly.
+// without a graph). fp8 sums them in chains of 128 steps, which its narrow accumulator holds exactly
+// (tensor_pipe_sm90a.cu): 1024 is a whole number of chains, and so is the sabotaged half.
 constexpr int kSteps = 1024;
 // Dense rates are published for the boost clock; a measured rate may sit a little above the figure derived
 // from the clock read inside the kernel (clock64 and the global timer are read by one thread at the loop's
@@ -97,7 +97,7 @@ Ceiling measure_tensor_pipe(Harness& harness, const DeviceInfo& device, const st
   c["method"] = "wgmma m64n256k" + std::to_string(k) + " back to back, operands in shared memory (A also from "
                 "registers), no global-memory traffic, one block per SM (" + std::to_string(blocks) + "), " +
                 std::to_string(kSteps * 4) + " instructions per warpgroup" +
-                (*dt == kPipeE4m3 ? " (fp8: chains of 64, each added into fp32 partial sums in shared memory, as fp8's "
+                (*dt == kPipeE4m3 ? " (fp8: chains of 512, each added into fp32 partial sums in shared memory, as fp8's "
                                     "narrower accumulator cannot hold the whole sum exactly)"
                                   : "") +
                 "; every accumulator checked against the closed form; the best of the variants";

@@ -72,11 +72,14 @@ constexpr int kARows = 64, kBRows = 256;
 // + room to align the tiles to 1024 bytes; 41 KiB, under the 48 KiB a launch may take without opting in.
 constexpr int kTileBytes = (kARows + kBRows) * kRowBytes + 1024;
 static_assert(kTileBytes <= 48 * 1024);
-// fp8's wgmma accumulates in fewer bits than fp32: over 4096 chained K-steps every accumulator came out off the
-// closed form on the H100. So fp8 sums chains of kFp8ChainSteps steps (64 K-steps, a sum that its accumulator
-// holds exactly) and adds each chain's result into fp32 partial sums in shared memory, one per accumulator
-// (what a GEMM's promotion does, here off the tensor pipe's path: the other warpgroup keeps issuing meanwhile).
-constexpr int kFp8ChainSteps = 16;
+// fp8's wgmma accumulates in fewer bits than fp32: on the H100 a chain of 1024 instructions (256 steps, partial
+// sums up to 1024 times one instruction's) came out off the closed form, and chains of up to 512 held it exactly.
+// So fp8 sums chains of kFp8ChainSteps steps (512 instructions) and adds each chain's result into fp32 partial sums
+// in shared memory, one per accumulator (what a GEMM's promotion does, here off the tensor pipe's path: the other
+// warpgroup keeps issuing meanwhile). Each chain ends in a drain, which is what the probe loses to the dense rate:
+// with chains of 64 instructions it measured 77 % of it (no more than our fp8 GEMMs), 87 % with 128, 92 % with 256 and
+// 95 % with 512 (NOTES.md step 109). A run whose chains stopped holding the sum exactly fails the check, untimed.
+constexpr int kFp8ChainSteps = 128;
 template <int Dt, int Warpgroups>
 constexpr int smem_bytes() {
   return kTileBytes + (Dt == kPipeE4m3 ? Warpgroups * 128 * 128 * int(sizeof(float)) : 0);
