@@ -103,8 +103,8 @@ nlohmann::json to_json(const PickConstants& c) {
 // at 0.943); on its rerun (issue22/rerun-ea657ed): 57 of 61, 41 of 43 (fp8 MoE up_gate and down at 0.957 and 0.965,
 // where exact promotion beats the deferred one picked: NOTES.md step 107). Re-fits on run-3a70431 (penalties 50 and 100, seeds 11 and
 // 12) reach 57 of its 61, and on both runs 110 of their 122 against these constants' 116, so these stay. On step
-// 108's (fp8 128 x 192 intervals release each stage at once; issue22/run-cb3b65f and rerun-cb3b65f): 58 of 61 and
-// 42 of 43 in each (fp8 decode_mlp at 0.970; fp8 4096 x 2880 x 2880 at 0.965); a re-fit on run-cb3b65f picks 59 of
+// 108's (fp8 128 x 192 intervals release each stage at once; issue22/run-cb3b65f, rerun-cb3b65f, run-71c87f0): 58
+// of 61 and 42 of 43 in each (fp8 decode_mlp at 0.970 and 0.964; fp8 4096 x 2880 x 2880 at 0.965); a re-fit on run-cb3b65f picks 59 of
 // the rerun's 61 with the same workflow miss, and 52-54 of 61 on the earlier kernels' runs, so these stay.
 // run-f5af5e8, run-4b2a545, run-f36b47f, run-b979f0c, run-de0ae52, run-9b8b889, run-3a70431 and rerun-ea657ed
 // are archived.
