@@ -71,7 +71,8 @@ int main(int argc, char** argv) {
   if (const char* only = std::getenv("PROBE_SHAPE")) {
     only_case = parse_probe_shape(only);
     if (!only_case) {
-      std::fprintf(stderr, "PROBE_SHAPE=\"%s\": expected \"MxNxK[xBATCH] dtype layout\", e.g. \"1000x896x1008 bf16 nn\"\n",
+      std::fprintf(stderr,
+                   "PROBE_SHAPE=\"%s\": expected \"MxNxK[xBATCH] dtype layout\", e.g. \"1000x896x1008 bf16 nn\"\n",
                    only);
       return 2;
     }

@@ -109,13 +109,13 @@ std::vector<PickEvidence> read_pick_evidence_dir(const std::string& dir) {
 }
 
 const std::vector<std::string>& h100_pick_evidence_runs() {
-  // The constants' fit (run-655c061: the kernel of NOTES.md step 80, work decoding by multiplies) and, held out,
-  // the kernel picked for now: step 108's (fp8 128 x 192 intervals release each stage at once; run-cb3b65f,
-  // rerun-cb3b65f and run-71c87f0, whose change was the tensor-pipe probe's alone). Steps 105 (cheaper clusters) and 108 re-ranked configurations, so their runs started new lists
-  // (docs/kernels.md). Re-fits picked within 3 % on as many or fewer records held out (step 108: 59 of
-  // rerun-cb3b65f's 61 against the constants' 58, 42 of 43 workflow records for both; worse on every earlier run),
-  // so the committed constants stay. The runs of earlier kernels are archived as what those kernels measured
-  // (issue22/README.md).
+  // The constants' fit (run-655c061: the kernel of NOTES.md step 80, work decoding by multiplies) and, held out, the
+  // kernel picked for now: step 108's (fp8 128 x 192 intervals release each stage at once; run-cb3b65f, rerun-cb3b65f
+  // and run-71c87f0, whose change was the tensor-pipe probe's alone). Steps 105 (cheaper clusters) and 108 re-ranked
+  // configurations, so their runs started new lists (docs/kernels.md). A re-fit on run-cb3b65f picked one more of
+  // rerun-cb3b65f's 61 records (59 against 58) with the same workflow miss, and 52-54 of 61 on the earlier kernels'
+  // runs, where the committed constants pick 57-60; so the committed constants stay. The runs of earlier kernels are
+  // archived as what those kernels measured (issue22/README.md).
   static const std::vector<std::string> runs = {"issue22/run-655c061", "issue22/run-cb3b65f",
                                                 "issue22/rerun-cb3b65f", "issue22/run-71c87f0"};
   return runs;

@@ -91,22 +91,22 @@ nlohmann::json to_json(const PickConstants& c) {
 // unaligned.yaml's fp8 3000 x 5000 x 2001 (4.7 %: stream-K 2x1 wins, promote8 1x1 is picked). item_overhead_ktiles
 // sits on the edge of its range. Held out on the same kernel's rerun (issue22/run-f5af5e8, now archived): 60 of 61,
 // all 43 of the two workflows, the same fp8 3000 x 5000 x 2001 miss (4.4 %); on step 86's kernel
-// (issue22/run-4b2a545, bf16 chunks without bias work; fp8 unchanged): 59 of 61, 42 of 43 (fp8 4096 x 2880 x 2880
-// at 0.961); on step 93's (issue22/run-f36b47f, the bf16 128 x 64 tiles in bands of 2 rows): 60 of 61, all 43 (the
-// same fp8 miss, 5.1 %); on step 97's (issue22/run-b979f0c, 128-byte L2 fills for misaligned rows): 60 of 61,
-// 42 of 43 (fp8 4096 x 2880 x 2880 at 0.960 again; fp8 3000 x 5000 x 2001 at 0.970); and on step 100's
-// (issue22/run-de0ae52, promote8's interval of 4 past its last interval of 8, which the model prices): 59 of 61,
-// 42 of 43 (fp8 moe_down at 0.96998; fp8 3000 x 5000 x 2001 at 0.958); and on the same kernel's rerun with step 101's
-// CUTLASS row (issue22/run-9b8b889): 60 of 61, all 43 (fp8 3000 x 5000 x 2001 at 0.956); and on step 105's
-// (issue22/run-3a70431, a cluster's start and exit without release barriers, which moved 15 winners to 2x1 pairs):
-// 59 of 61, all 43 (fp8 3000 x 5000 x 2001 at 0.953; fp8 1000 x 1000 x 1001, where a pair now beats the lone tile,
-// at 0.943); on its rerun (issue22/rerun-ea657ed): 57 of 61, 41 of 43 (fp8 MoE up_gate and down at 0.957 and 0.965,
-// where exact promotion beats the deferred one picked: NOTES.md step 107). Re-fits on run-3a70431 (penalties 50 and 100, seeds 11 and
-// 12) reach 57 of its 61, and on both runs 110 of their 122 against these constants' 116, so these stay. On step
-// 108's (fp8 128 x 192 intervals release each stage at once; issue22/run-cb3b65f, rerun-cb3b65f, run-71c87f0): 58
-// of 61 and 42 of 43 in each (fp8 decode_mlp at 0.970 and 0.964; fp8 4096 x 2880 x 2880 at 0.965); a re-fit on run-cb3b65f picks 59 of
-// the rerun's 61 with the same workflow miss, and 52-54 of 61 on the earlier kernels' runs, so these stay.
-// run-f5af5e8, run-4b2a545, run-f36b47f, run-b979f0c, run-de0ae52, run-9b8b889, run-3a70431 and rerun-ea657ed
+// (issue22/run-4b2a545, bf16 chunks without bias work; fp8 unchanged): 59 of 61, 42 of 43 (fp8 4096 x 2880 x 2880 at
+// 0.961); on step 93's (issue22/run-f36b47f, the bf16 128 x 64 tiles in bands of 2 rows): 60 of 61, all 43 (the same
+// fp8 miss, 5.1 %); on step 97's (issue22/run-b979f0c, 128-byte L2 fills for misaligned rows): 60 of 61, 42 of 43
+// (fp8 4096 x 2880 x 2880 at 0.960 again; fp8 3000 x 5000 x 2001 at 0.970); and on step 100's (issue22/run-de0ae52,
+// promote8's interval of 4 past its last interval of 8, which the model prices): 59 of 61, 42 of 43 (fp8 moe_down at
+// 0.96998; fp8 3000 x 5000 x 2001 at 0.958); and on the same kernel's rerun with step 101's CUTLASS row
+// (issue22/run-9b8b889): 60 of 61, all 43 (fp8 3000 x 5000 x 2001 at 0.956); and on step 105's (issue22/run-3a70431,
+// a cluster's start and exit without release barriers, which moved 15 winners to 2x1 pairs): 59 of 61, all 43 (fp8
+// 3000 x 5000 x 2001 at 0.953; fp8 1000 x 1000 x 1001, where a pair now beats the lone tile, at 0.943); on its rerun
+// (issue22/rerun-ea657ed): 57 of 61, 41 of 43 (fp8 MoE up_gate and down at 0.957 and 0.965, where exact promotion
+// beats the deferred one picked: NOTES.md step 107). Re-fits on run-3a70431 (penalties 50 and 100, seeds 11 and 12)
+// reach 57 of its 61, and on both runs 110 of their 122 against these constants' 116, so these stay. On step 108's
+// (fp8 128 x 192 intervals release each stage at once; issue22/run-cb3b65f, rerun-cb3b65f, run-71c87f0): 58 of 61 and
+// 42 of 43 in each (fp8 decode_mlp at 0.970 and 0.964; fp8 4096 x 2880 x 2880 at 0.965); a re-fit on run-cb3b65f
+// picks 59 of the rerun's 61 with the same workflow miss, and 52-54 of 61 on the earlier kernels' runs, so these
+// stay. run-f5af5e8, run-4b2a545, run-f36b47f, run-b979f0c, run-de0ae52, run-9b8b889, run-3a70431 and rerun-ea657ed
 // are archived.
 // Earlier fits had several basins (penalties 20-100, seeds 11-12: tile efficiencies up to 15 % apart, 54-56 of 61).
 const PickConstants& h100_pick_constants() {

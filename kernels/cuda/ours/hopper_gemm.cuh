@@ -428,8 +428,9 @@ __global__ void __launch_bounds__(kThreads, 1)
           if constexpr (PromoteEvery > 1) {
             if (phase == 1) break;
             // Promotion every PromoteEvery k-tiles (CUTLASS's "promotion interval" x 4): the k-tiles of one
-            // interval are issued back to back into the temporary, one group in flight while the next is issued,
-            // and the pipe drains once per interval instead of once per k-tile. The temporary then sums
+            // interval are issued back to back into the temporary, one group in flight while the next is issued
+            // (4-stage tiles drain each k-tile instead, to give its stage back at once: kReleaseEachKTile), and the
+            // promotion runs once per interval instead of once per k-tile. The temporary then sums
             // PromoteEvery x 128 K at the tensor cores' precision: more rounding, which the same verification
             // bounds. The interval is unrolled at compile time on purpose: with a run-time interval (a wait<0> or
             // wait<1> chosen by a branch) ptxas serializes every wgmma ("C7518 ... WG.DP in divergent path",
