@@ -23,6 +23,7 @@
 #include "kernels/cuda/check.hpp"
 #include "kernels/cuda/context.hpp"
 #include "kernels/cuda/cublaslt_gemm.hpp"
+#include "kernels/cuda/cutlass/cutlass_provider.hpp"
 #include "kernels/cuda/cutlass/registry.hpp"
 #include "kernels/cuda/device.hpp"
 #include "kernels/cuda/device_buffer.hpp"
@@ -151,23 +152,14 @@ int main() {
       if (!decode && inst->set != "pick") continue;
       const cutlass_abi::InstanceOps* o = cutlass_ops(*inst);
       if (!o) continue;
-      cutlass_abi::GemmArgs base;
-      base.m = int(s.m); base.n = int(s.n); base.k = int(s.k);
-      base.alpha = spec.ab == Elem::e4m3 ? problem.scale_a() * problem.scale_b() : 1.0f;
-      base.sm_count = sms;
+      cutlass_abi::GemmArgs base = cutlass_problem_args(problem, sms);
       if (o->can_implement(base) != cutlass_abi::kOk) continue;
       DeviceBuffer workspace(o->workspace_bytes(base));
       base.workspace = workspace.get();
       base.workspace_bytes = workspace.bytes();
       const std::string who = "CUTLASS " + inst->symbol();
       try {
-        compare(who.c_str(), ctx, problem, timing, [&](cudaStream_t st, int c) {
-          cutlass_abi::GemmArgs a = base;
-          a.a = problem.a(c); a.b = problem.b(c); a.c = problem.c(c); a.stream = st;
-          if (const int status = o->run(a); status != cutlass_abi::kOk)
-            throw CudaError("CUTLASS launch failed: status " + std::to_string(status) + ", " +
-                            cudaGetErrorString(cudaGetLastError()));
-        }, word);
+        compare(who.c_str(), ctx, problem, timing, cutlass_launch(o, base, problem, inst->symbol()), word);
       } catch (const std::exception& e) { std::printf("  %s: %s\n", who.c_str(), e.what()); }
     }
   }

@@ -168,12 +168,7 @@ std::vector<GemmRecord> CutlassProvider::run(const GemmCase& gemm, const TimingP
                                    "the record's C = A[MxK] * B[KxN] is the same product";
     }
 
-    cutlass_abi::GemmArgs base;
-    base.m = int(gemm.shape.m);
-    base.n = int(gemm.shape.n);
-    base.k = int(gemm.shape.k);
-    base.alpha = spec.ab == Elem::e4m3 ? problem.scale_a() * problem.scale_b() : 1.0f;
-    base.sm_count = dev.sm_count;
+    cutlass_abi::GemmArgs base = cutlass_problem_args(problem, dev.sm_count);
     base.stream = stream;
 
     std::vector<const CutlassInstance*> rows;
@@ -252,17 +247,7 @@ std::vector<GemmRecord> CutlassProvider::run(const GemmCase& gemm, const TimingP
       args.reduction = ops[i].second.nondeterministic ? 1 : 0;
       args.workspace = ws.get();
       args.workspace_bytes = ws.bytes();
-      const std::string kernel = candidates[i].kernel;
-      candidates[i].launch = [o, args, &problem, kernel](cudaStream_t s, int copy) {
-        cutlass_abi::GemmArgs a = args;
-        a.a = problem.a(copy);
-        a.b = problem.b(copy);
-        a.c = problem.c(copy);
-        a.stream = s;
-        if (const int st = o->run(a); st != cutlass_abi::kOk)
-          throw CudaError("CUTLASS " + kernel + (st == cutlass_abi::kCannotImplement ? ": cannot implement" : ": launch failed") +
-                          " (" + cudaGetErrorString(cudaGetLastError()) + ")");
-      };
+      candidates[i].launch = cutlass_launch(o, args, problem, candidates[i].kernel);
     }
     std::optional<std::size_t> winner;
     if (!candidates.empty()) {
@@ -276,6 +261,30 @@ std::vector<GemmRecord> CutlassProvider::run(const GemmCase& gemm, const TimingP
     record_failure(rec, e.what());
   }
   return {rec};
+}
+
+cutlass_abi::GemmArgs cutlass_problem_args(const GemmProblem& problem, int sm_count) {
+  cutlass_abi::GemmArgs args;
+  args.m = int(problem.shape().m);
+  args.n = int(problem.shape().n);
+  args.k = int(problem.shape().k);
+  args.alpha = problem.dtype().ab == Elem::e4m3 ? problem.scale_a() * problem.scale_b() : 1.0f;
+  args.sm_count = sm_count;
+  return args;
+}
+
+BoundLaunch cutlass_launch(const cutlass_abi::InstanceOps* ops, const cutlass_abi::GemmArgs& args,
+                           GemmProblem& problem, const std::string& kernel) {
+  return [ops, args, &problem, kernel](cudaStream_t s, int copy) {
+    cutlass_abi::GemmArgs a = args;
+    a.a = problem.a(copy);
+    a.b = problem.b(copy);
+    a.c = problem.c(copy);
+    a.stream = s;
+    if (const int st = ops->run(a); st != cutlass_abi::kOk)
+      throw CudaError("CUTLASS " + kernel + (st == cutlass_abi::kCannotImplement ? ": cannot implement" : ": launch failed") +
+                      " (" + cudaGetErrorString(cudaGetLastError()) + ")");
+  };
 }
 
 }  // namespace aispflow::kernels::cuda

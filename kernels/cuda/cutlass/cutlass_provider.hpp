@@ -18,9 +18,20 @@
 
 #include "kernels/common/backend.hpp"
 #include "kernels/common/cutlass_manifest.hpp"
+#include "kernels/cuda/candidate_search.hpp"
 #include "kernels/cuda/context.hpp"
+#include "kernels/cuda/cublaslt_gemm.hpp"
+#include "kernels/cuda/cutlass/instance_abi.hpp"
 
 namespace aispflow::kernels::cuda {
+
+// What every CUTLASS run of `problem` shares: its sizes, fp8's scales applied as alpha, the SM count. A launch
+// adds its run-time configuration, the workspace, the operand copy and the stream.
+cutlass_abi::GemmArgs cutlass_problem_args(const GemmProblem& problem, int sm_count);
+// One CUTLASS GEMM of `problem`'s operand copy `copy` with `args`: throws CudaError naming `kernel` when CUTLASS
+// cannot implement it or the launch fails. `problem` must outlive the launch.
+BoundLaunch cutlass_launch(const cutlass_abi::InstanceOps* ops, const cutlass_abi::GemmArgs& args,
+                           GemmProblem& problem, const std::string& kernel);
 
 class CutlassProvider : public GemmProvider {
  public:
