@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <set>
+#include <stdexcept>
 #include <thread>
 
 #ifndef AISPFLOW_HAS_CUDA
@@ -26,6 +27,7 @@ TEST(HopperKernels, NotBuilt) { GTEST_SKIP() << "no CUDA device: this aispflow w
 #include "kernels/cuda/cublaslt_gemm.hpp"
 #include "kernels/cuda/device.hpp"
 #include "kernels/cuda/ours/hopper_kernels.hpp"
+#include "kernels/cuda/ours/hopper_params.hpp"
 #include "kernels/cuda/ours/ours_provider.hpp"
 #include "kernels/cuda/ours/simple_kernels.hpp"
 #include "support/gpu_test.hpp"
@@ -70,6 +72,31 @@ TEST(HopperKernels, DefaultPicksFollowTheShape) {
   const GemmCase fp8{shape_of(4096, 4096, 4096), "fp8_e4m3", "nt", "none"};
   EXPECT_LE(picked(cluster, ours::pick_cluster(cluster, fp8))["tile"][1].get<int>(), 192);
   for (const auto& k : cluster) EXPECT_NE(k->identity(square).find("ours.cluster"), std::string::npos);
+}
+
+// The probe hook (bench/tools/hopper_timeline.cu runs its timeline build through it): while an override lives,
+// hopper_instance() hands out the override's instance for that key and the library's for every other; once it is
+// gone, the library's again. A second override of a live key is refused.
+namespace {
+void fake_prepare() {}
+}  // namespace
+TEST(HopperKernels, AnInstanceOverrideReplacesOneKeyWhileItLives) {
+  const ours::HopperInstanceKey key{false, 128, 64, true, false, 1};
+  const ours::HopperInstanceKey other{false, 128, 64, false, false, 1};
+  const ours::HopperInstance library = ours::hopper_instance(key);
+  ASSERT_NE(library.prepare, nullptr);
+  ours::HopperInstance fake = library;
+  fake.prepare = &fake_prepare;
+  fake.stages = library.stages + 1;
+  {
+    const ours::HopperInstanceOverride use(key, fake);
+    EXPECT_EQ(ours::hopper_instance(key).prepare, &fake_prepare);
+    EXPECT_EQ(ours::hopper_instance(key).stages, library.stages + 1);
+    EXPECT_NE(ours::hopper_instance(other).prepare, &fake_prepare);
+    EXPECT_THROW({ const ours::HopperInstanceOverride again(key, fake); }, std::logic_error);
+  }
+  EXPECT_EQ(ours::hopper_instance(key).prepare, library.prepare);
+  EXPECT_EQ(ours::hopper_instance(key).stages, library.stages);
 }
 
 // The 256 x 128 tile is an autotune configuration of its own, named and described by its rows, in every cluster

@@ -51,9 +51,23 @@
 #include "kernels/cuda/epilogue.cuh"
 #include "kernels/cuda/ours/hopper_params.hpp"
 #include "kernels/cuda/ours/hopper_ptx.cuh"
+#include "kernels/cuda/ours/hopper_timeline.hpp"
 #include "kernels/cuda/ours/wgmma_ops.cuh"
 
+// The timeline build (bench/tools/hopper_timeline.cu defines AISPFLOW_HOPPER_TIMELINE and its
+// hopper_timeline_stamp(event, unit) before including this file): the kernel stamps the moments of
+// TimelineEvent, and lives in its own namespace, so that its instances never share a symbol with the library's.
+// Every other build compiles the stamps to nothing.
+#ifdef AISPFLOW_HOPPER_TIMELINE
+#define HOPPER_TIMELINE_STAMP(event, unit) hopper_timeline_stamp(TimelineEvent::event, unit)
+#else
+#define HOPPER_TIMELINE_STAMP(event, unit) ((void)0)
+#endif
+
 namespace aispflow::kernels::cuda::ours {
+#ifdef AISPFLOW_HOPPER_TIMELINE
+inline namespace timeline {
+#endif
 
 
 // Named barriers 1 and 2 are the consumers' epilogue barriers; 3 and 4 order the ping-pong mainloops.
@@ -208,12 +222,15 @@ __global__ void __launch_bounds__(kThreads, 1)
   int pre_issued = 0;   // stages loaded before the CTA barrier (a lone CTA: its barriers are its own)
 
   if (threadIdx.x == 0) {
+    HOPPER_TIMELINE_STAMP(entry, 0);
     // A launch whose cluster is not the one the parameters describe would wait forever on arrivals that never come
     // (NOTES.md step 41: a first run hung where every CTA believed it was CTA 0 of a pair): stop it with an error.
     if (cluster_cta_count() != std::uint32_t(cluster_size)) __trap();
+    HOPPER_TIMELINE_STAMP(params_read, 0);
     prefetch_tensormap(&map_a);
     prefetch_tensormap(&map_b);
     prefetch_tensormap(&map_c);
+    HOPPER_TIMELINE_STAMP(maps_prefetched, 0);
     for (int s = 0; s < kStages; ++s) {
       mbar_init(&full[s], 1);
       // Every consumer warpgroup that reads the stage, in every CTA it is multicast into: both (cooperative), the
@@ -221,13 +238,18 @@ __global__ void __launch_bounds__(kThreads, 1)
       mbar_init(&empty[s], readers * cluster_size);
     }
     fence_mbarrier_init();
+    HOPPER_TIMELINE_STAMP(barriers_ready, 0);
     has_unit = producer_schedule.next(unit);
+    HOPPER_TIMELINE_STAMP(unit_decoded, 0);
     // A lone CTA issues its first stages now: their loads overlap the barrier below, the register reallocation
     // and the consumers' start (NOTES.md step 40: the first load was issued 2.3 us into a 13 us decode kernel).
     // Fresh stages need no wait on `empty`.
     if (cluster_size == 1 && has_unit)
-      for (; pre_issued < kStages && unit.k_begin + pre_issued < unit.k_end; ++pre_issued)
+      for (; pre_issued < kStages && unit.k_begin + pre_issued < unit.k_end; ++pre_issued) {
         load_stage(unit, unit.k_begin + pre_issued, pre_issued);
+        if (pre_issued == 0) HOPPER_TIMELINE_STAMP(first_load, 0);
+      }
+    if (pre_issued > 0) HOPPER_TIMELINE_STAMP(loads_issued, 0);
   }
   // A cluster's CTAs must see each other's initialised barriers before any multicast (a relaxed arrive: NOTES.md
   // step 105); a lone CTA (1x1) only needs its own threads to, which a CTA barrier does for far less (NOTES.md
@@ -248,10 +270,13 @@ __global__ void __launch_bounds__(kThreads, 1)
         return s;
       };
       std::uint32_t it = std::uint32_t(pre_issued);
-      for (int skip = pre_issued; has_unit; has_unit = producer_schedule.next(unit), skip = 0) {
+      [[maybe_unused]] int produced = 0;   // units begun (the timeline's unit index)
+      for (int skip = pre_issued; has_unit; has_unit = producer_schedule.next(unit), skip = 0, ++produced) {
         for (int kt = unit.k_begin + skip; kt < unit.k_end; ++kt, ++it) {
           const int s = acquire(it);
           load_stage(unit, kt, s);
+          if (it == 0) HOPPER_TIMELINE_STAMP(first_load, 0);
+          if (kt == unit.k_begin) HOPPER_TIMELINE_STAMP(unit_loads, produced);
         }
       }
       // The producer's tail (clusters only): wait until every stage has been released once more, by every consumer
@@ -270,6 +295,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     setmaxnreg_inc<224>();
     const int wg = warpgroup - 1;
     const int tid = threadIdx.x % 128;
+    // The timeline's consumer stamps: thread 0 of the warpgroup that computes the unit (ping-pong), or of the
+    // first consumer (cooperative: both compute every unit).
+    [[maybe_unused]] const bool stamps = tid == 0 && (PingPong || wg == 0);
+    if (stamps) HOPPER_TIMELINE_STAMP(consumer_start, 0);
     const int warp = tid / 32, lane = tid % 32;
     const float scale = (Fp8 && p.scale_a && p.scale_b) ? (*p.scale_a) * (*p.scale_b) : 1.0f;
     // Cooperative: this warpgroup computes the 64-row slices [wg x BM/128, (wg + 1) x BM/128) of every tile (one
@@ -304,6 +333,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         // the tensor pipe, and each epilogue runs under the other warpgroup's mainloop.
         if (local > 0) named_barrier(kOrderBarrier + wg, 256);
       }
+      if (stamps) HOPPER_TIMELINE_STAMP(unit_start, local);
       // The tile's bias, loaded now so that the mainloop hides the loads' latency: in every warp, lane l holds the
       // bf16 pair of columns 2 l and 2 l + 1 of each chunk c (one register per chunk; a 32-column chunk uses lanes
       // 0-15), and the epilogue shuffles each pair to the lanes that need it. Loaded in the epilogue, the bias cost
@@ -365,6 +395,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int kt = k_begin; kt < k_end; ++kt, ++it) {
           const int s = int(it % kStages);
           mbar_wait(full_bar + 8u * std::uint32_t(s), (it / kStages) & 1);
+          if (stamps && kt == k_begin) HOPPER_TIMELINE_STAMP(first_full, local);
+          if (stamps && kt == k_end - 1) HOPPER_TIMELINE_STAMP(last_full, local);
           wgmma_fence();
           fence_accumulators();
 #pragma unroll
@@ -475,6 +507,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
 
+      if (stamps) HOPPER_TIMELINE_STAMP(mainloop_end, local);
       if (p.sk_tiles > 0) {
         // Stream-K (cooperative schedules only). A slot holds one warpgroup's accumulators (its kSlices 64-row
         // slices) in register order, float4-interleaved across its 128 threads (coalesced).
@@ -615,17 +648,24 @@ __global__ void __launch_bounds__(kThreads, 1)
             pack_and_store(std::false_type{}, std::true_type{});
           else if constexpr (kNoBiasBody)
             pack_and_store(std::false_type{}, std::false_type{});
+          // (The timeline stamps the steps of each unit's first chunk.)
+          const bool stamp_chunk = stamps && slice == 0 && c == 0;
+          if (stamp_chunk) HOPPER_TIMELINE_STAMP(chunk_packed, local);
           fence_proxy_async_smem();
           __syncwarp();
+          if (stamp_chunk) HOPPER_TIMELINE_STAMP(chunk_fenced, local);
           if (lane == 0) {
             tma_store(&map_c, buf_addr + std::uint32_t(warp * kStoreRows * kCRowBytes), n0 + c * kCols,
                       row0 + warp * kStoreRows, t.batch);
             tma_store_commit();
           }
+          if (stamp_chunk) HOPPER_TIMELINE_STAMP(chunk_stored, local);
         }
       }
+      if (stamps) HOPPER_TIMELINE_STAMP(epilogue_end, local);
     }
     if (lane == 0) tma_store_wait_all<0>();
+    if (stamps) HOPPER_TIMELINE_STAMP(exit, 0);
   }
   // No CTA may leave while a peer can still multicast into its shared memory or arrive on its barriers: the
   // producer's tail above waits for that, in place of a cluster barrier here.
@@ -669,4 +709,7 @@ HopperInstance hopper_instance_of() {
   return inst;
 }
 
+#ifdef AISPFLOW_HOPPER_TIMELINE
+}  // namespace timeline
+#endif
 }  // namespace aispflow::kernels::cuda::ours

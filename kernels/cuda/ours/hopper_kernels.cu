@@ -31,7 +31,41 @@ HopperInstance hopper_instance_bf16_kmajor(int block_m, int block_n, bool ping_p
 HopperInstance hopper_instance_bf16_mnmajor(int block_m, int block_n, bool ping_pong);
 HopperInstance hopper_instance_fp8(int block_n, int promote_every);
 
+namespace {
+
+struct InstanceOverrides {
+  std::mutex mutex;
+  std::vector<std::pair<HopperInstanceKey, HopperInstance>> list;
+};
+InstanceOverrides& instance_overrides() {
+  static InstanceOverrides overrides;
+  return overrides;
+}
+
+}  // namespace
+
+HopperInstanceOverride::HopperInstanceOverride(const HopperInstanceKey& key, const HopperInstance& instance)
+    : key_(key) {
+  auto& o = instance_overrides();
+  const std::lock_guard lock(o.mutex);
+  for (const auto& [k, i] : o.list)
+    if (k == key) throw std::logic_error("a Hopper instance override for this key is already alive");
+  o.list.emplace_back(key, instance);
+}
+
+HopperInstanceOverride::~HopperInstanceOverride() {
+  auto& o = instance_overrides();
+  const std::lock_guard lock(o.mutex);
+  std::erase_if(o.list, [this](const auto& entry) { return entry.first == key_; });
+}
+
 HopperInstance hopper_instance(const HopperInstanceKey& key) {
+  {
+    auto& o = instance_overrides();
+    const std::lock_guard lock(o.mutex);
+    for (const auto& [k, i] : o.list)
+      if (k == key) return i;
+  }
   HopperInstance inst;
   if (key.fp8) {
     if (!key.ping_pong && key.block_m == 128) inst = hopper_instance_fp8(key.block_n, key.promote_every);

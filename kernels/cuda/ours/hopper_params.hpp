@@ -79,9 +79,24 @@ struct HopperInstanceKey {
   bool b_mn_major = false;  // B stored K x N (layout nn, bf16)
   bool ping_pong = false;   // the consumers take whole tiles in turn (bf16, block N 128) instead of sharing each
   int promote_every = 1;    // fp8: partial sums promoted into fp32 every this many k-tiles (1 or 4)
+  bool operator==(const HopperInstanceKey&) const = default;
 };
 
 // The instances compiled into this build (hopper_instances_*.cu); nullptr-free, throws for an unknown one.
 HopperInstance hopper_instance(const HopperInstanceKey& key);
+
+// Probe hook: while one lives, hopper_instance(key) returns `instance` for its key instead of the library's, so
+// that a probe runs its own build of the kernel (bench/tools/hopper_timeline.cu: the timeline build) through the
+// same bind(), verification and timing as every configuration. One override per key at a time.
+class HopperInstanceOverride {
+ public:
+  HopperInstanceOverride(const HopperInstanceKey& key, const HopperInstance& instance);
+  ~HopperInstanceOverride();
+  HopperInstanceOverride(const HopperInstanceOverride&) = delete;
+  HopperInstanceOverride& operator=(const HopperInstanceOverride&) = delete;
+
+ private:
+  HopperInstanceKey key_;
+};
 
 }  // namespace aispflow::kernels::cuda::ours

@@ -1,0 +1,315 @@
+// Developer probe: where the time of one ours.cluster launch goes, CTA by CTA. It compiles its own build of the
+// Hopper GEMM kernel (hopper_gemm.cuh with AISPFLOW_HOPPER_TIMELINE), whose threads stamp the moments of
+// TimelineEvent (kernels/cuda/ours/hopper_timeline.hpp) with the SM's clock, puts it in place of the library's
+// instance (HopperInstanceOverride), and runs each configuration through the library's own bind(): verified against
+// the reference first (poisoned output, every element), then timed like hopper_probe, then launched once more
+// over the operand copies and its stamps read back.
+//   hopper_timeline [filter [case]]     configurations whose name contains `filter` (default: the 128 x 64 tile),
+//                                       cases whose text contains `case`
+//   PROBE_SHAPE="MxNxK dtype layout"    that one case instead of the list
+// Stamps cost a store each; the timed figure is printed beside the plain build's so the perturbation shows.
+// Only the instances instrumented below run (bf16); others are skipped with a message.
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/ours/hopper_timeline.hpp"
+
+namespace {
+
+using aispflow::kernels::cuda::ours::kTimelineEvents;
+using aispflow::kernels::cuda::ours::TimelineEvent;
+
+constexpr int kMaxCtas = 512;
+constexpr int kUnits = 8;   // the first units of each CTA are stamped; later ones are not
+
+struct CtaTimeline {
+  unsigned long long entry_ns, exit_ns;   // %globaltimer at entry and exit: one clock for every SM
+  long long clock[kUnits][kTimelineEvents];   // clock64 (this SM's cycles); 0 = not stamped
+  unsigned smid;
+};
+
+__device__ CtaTimeline g_timeline[kMaxCtas];
+
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+}  // namespace
+
+// Called by the kernel's stamping threads (hopper_gemm.cuh's HOPPER_TIMELINE_STAMP).
+__device__ __forceinline__ void hopper_timeline_stamp(TimelineEvent event, int unit) {
+  if (unit >= kUnits || blockIdx.x >= kMaxCtas) return;
+  CtaTimeline& t = g_timeline[blockIdx.x];
+  t.clock[unit][int(event)] = clock64();
+  if (event == TimelineEvent::entry) {
+    unsigned smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    t.smid = smid;
+    t.entry_ns = global_ns();
+  } else if (event == TimelineEvent::exit) {
+    t.exit_ns = global_ns();
+  }
+}
+
+#define AISPFLOW_HOPPER_TIMELINE 1
+#include "kernels/cuda/ours/hopper_gemm.cuh"
+
+#include "kernels/cuda/candidate_search.hpp"
+#include "kernels/cuda/context.hpp"
+#include "kernels/cuda/cublaslt_gemm.hpp"
+#include "kernels/cuda/device.hpp"
+#include "kernels/cuda/ours/hopper_kernels.hpp"
+
+using namespace aispflow::kernels;
+using namespace aispflow::kernels::cuda;
+
+namespace {
+
+// The instrumented instances: the 1000^2 x 1008 row's tile (MN- and K-major B) and the bf16 squares' winners.
+std::vector<std::pair<ours::HopperInstanceKey, ours::HopperInstance>> instrumented() {
+  return {
+      {{false, 128, 64, true, false, 1}, ours::hopper_instance_of<false, 128, 64, true, false>()},
+      {{false, 128, 64, false, false, 1}, ours::hopper_instance_of<false, 128, 64, false, false>()},
+      {{false, 128, 256, false, false, 1}, ours::hopper_instance_of<false, 128, 256, false, false>()},
+      {{false, 256, 128, false, false, 1}, ours::hopper_instance_of<false, 256, 128, false, false>()},
+  };
+}
+
+struct Case { std::int64_t m, n, k; std::string dtype, layout; };
+
+std::optional<Case> parse_case(const char* text) {
+  Case c;
+  char dtype[32] = {}, layout[8] = {};
+  int end = -1;
+  if (std::sscanf(text, "%" SCNd64 "x%" SCNd64 "x%" SCNd64 " %31s %7s%n", &c.m, &c.n, &c.k, dtype, layout, &end) != 5 ||
+      text[end] != '\0' || c.m <= 0 || c.n <= 0 || c.k <= 0)
+    return std::nullopt;
+  c.dtype = dtype;
+  c.layout = layout;
+  return c;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+double maximum(const std::vector<double>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); }
+
+// One phase across the CTAs that stamped both ends: median and max, in ns.
+struct Phase {
+  std::string name;
+  std::vector<double> ns;
+};
+
+void report(const std::vector<CtaTimeline>& ctas, int k_tiles_first_unit, int bm, int bn) {
+  std::vector<double> ghz;
+  unsigned long long first_entry = ~0ull, last_exit = 0;
+  for (const auto& t : ctas) {
+    if (!t.entry_ns) continue;
+    first_entry = std::min(first_entry, t.entry_ns);
+    if (t.exit_ns) last_exit = std::max(last_exit, t.exit_ns);
+    const long long cycles = t.clock[0][int(TimelineEvent::exit)] - t.clock[0][int(TimelineEvent::entry)];
+    if (t.exit_ns > t.entry_ns + 2000 && t.clock[0][int(TimelineEvent::exit)] > 0)
+      ghz.push_back(double(cycles) / double(t.exit_ns - t.entry_ns));
+  }
+  const double clock_ghz = median(ghz);
+  if (first_entry == ~0ull || clock_ghz <= 0) {
+    std::printf("    no stamps came back\n");
+    return;
+  }
+  auto at = [](const CtaTimeline& t, int u, TimelineEvent e) { return t.clock[u][int(e)]; };
+  // Each phase: from one event of unit 0 to another (the producer's startup steps, then the consumers').
+  struct Span { const char* name; TimelineEvent from, to; };
+  const Span spans[] = {
+      {"entry -> parameters read", TimelineEvent::entry, TimelineEvent::params_read},
+      {"parameters read -> tensor maps prefetched", TimelineEvent::params_read, TimelineEvent::maps_prefetched},
+      {"prefetched -> barriers initialised", TimelineEvent::maps_prefetched, TimelineEvent::barriers_ready},
+      {"barriers -> first unit decoded", TimelineEvent::barriers_ready, TimelineEvent::unit_decoded},
+      {"unit decoded -> first k-tile's loads issued", TimelineEvent::unit_decoded, TimelineEvent::first_load},
+      {"first loads -> every pre-barrier stage issued", TimelineEvent::first_load, TimelineEvent::loads_issued},
+      {"entry -> consumers start", TimelineEvent::entry, TimelineEvent::consumer_start},
+      {"first loads issued -> first k-tile landed", TimelineEvent::first_load, TimelineEvent::first_full},
+      {"entry -> first k-tile landed", TimelineEvent::entry, TimelineEvent::first_full},
+      {"unit 0 mainloop (first landed -> retired)", TimelineEvent::first_full, TimelineEvent::mainloop_end},
+      {"unit 0 epilogue (retired -> stores issued)", TimelineEvent::mainloop_end, TimelineEvent::epilogue_end},
+      {"  first chunk: retired -> packed", TimelineEvent::mainloop_end, TimelineEvent::chunk_packed},
+      {"  first chunk: packed -> fenced", TimelineEvent::chunk_packed, TimelineEvent::chunk_fenced},
+      {"  first chunk: fenced -> store issued", TimelineEvent::chunk_fenced, TimelineEvent::chunk_stored},
+      {"CTA lifetime (entry -> exit)", TimelineEvent::entry, TimelineEvent::exit},
+  };
+  std::vector<Phase> phases = {{"entry after the first CTA's", {}}};
+  for (const Span& sp : spans) phases.push_back({sp.name, {}});
+  Phase tail{"last unit's stores issued -> exit", {}};
+  std::map<int, Phase> unit_gap, unit_loop, unit_next, unit_wait, unit_issue;
+  int ctas_stamped = 0;
+  std::vector<unsigned> sms;
+  for (const auto& t : ctas) {
+    if (!t.entry_ns) continue;
+    ++ctas_stamped;
+    sms.push_back(t.smid);
+    auto ns = [&](long long cycles) { return double(cycles) / clock_ghz; };
+    phases[0].ns.push_back(double(t.entry_ns - first_entry));
+    for (std::size_t i = 0; i < std::size(spans); ++i)
+      if (at(t, 0, spans[i].from) && at(t, 0, spans[i].to))
+        phases[i + 1].ns.push_back(ns(at(t, 0, spans[i].to) - at(t, 0, spans[i].from)));
+    int last = -1;
+    for (int u = 0; u < kUnits; ++u)
+      if (at(t, u, TimelineEvent::epilogue_end)) last = u;
+    if (last >= 0 && at(t, 0, TimelineEvent::exit))
+      tail.ns.push_back(ns(at(t, 0, TimelineEvent::exit) - at(t, last, TimelineEvent::epilogue_end)));
+    for (int u = 1; u < kUnits; ++u) {
+      if (!at(t, u, TimelineEvent::first_full) || !at(t, u - 1, TimelineEvent::mainloop_end)) continue;
+      // The tensor pipe's idle time between two units of one CTA (cooperative: the epilogue sits in it).
+      unit_gap[u].ns.push_back(ns(at(t, u, TimelineEvent::first_full) - at(t, u - 1, TimelineEvent::mainloop_end)));
+      if (at(t, u - 1, TimelineEvent::epilogue_end) && at(t, u, TimelineEvent::unit_start))
+        unit_next[u].ns.push_back(ns(at(t, u, TimelineEvent::unit_start) - at(t, u - 1, TimelineEvent::epilogue_end)));
+      if (at(t, u, TimelineEvent::unit_start))
+        unit_wait[u].ns.push_back(ns(at(t, u, TimelineEvent::first_full) - at(t, u, TimelineEvent::unit_start)));
+      // When the producer issued the unit's first k-tile, against the consumers' end of the unit before it.
+      if (at(t, u, TimelineEvent::unit_loads))
+        unit_issue[u].ns.push_back(ns(at(t, u, TimelineEvent::unit_loads) - at(t, u - 1, TimelineEvent::mainloop_end)));
+      if (at(t, u, TimelineEvent::mainloop_end))
+        unit_loop[u].ns.push_back(ns(at(t, u, TimelineEvent::mainloop_end) - at(t, u, TimelineEvent::first_full)));
+    }
+  }
+  std::sort(sms.begin(), sms.end());
+  const auto distinct = std::unique(sms.begin(), sms.end()) - sms.begin();
+  std::printf("    %d CTAs on %ld SMs, SM clock %.3f GHz (clock64 against %%globaltimer); kernel span %.2f us (first "
+              "entry to last exit)\n",
+              ctas_stamped, long(distinct), clock_ghz, double(last_exit - first_entry) / 1e3);
+  phases.push_back(tail);
+  for (const auto& ph : phases)
+    if (!ph.ns.empty())
+      std::printf("    %-46s median %8.0f ns  max %8.0f ns  (%zu CTAs)\n", ph.name.c_str(), median(ph.ns),
+                  maximum(ph.ns), ph.ns.size());
+  // The dense bf16 rate is 4096 FLOP a cycle an SM (989.4 TFLOP/s over 132 SMs at 1.83 GHz): a k-tile of a
+  // BM x BN tile (K = 64) takes at least 2 BM BN 64 / 4096 cycles of the tensor pipe.
+  const double floor_cycles = 2.0 * bm * bn * 64 / 4096.0;
+  const Phase& mainloop =
+      *std::find_if(phases.begin(), phases.end(), [](const Phase& ph) { return ph.name.rfind("unit 0 mainloop", 0) == 0; });
+  if (!mainloop.ns.empty() && k_tiles_first_unit > 0)
+    std::printf("    unit 0: %d k-tiles, %.0f ns a k-tile (the dense rate's floor: %.0f ns at this clock)\n",
+                k_tiles_first_unit, median(mainloop.ns) / k_tiles_first_unit, floor_cycles / clock_ghz);
+  for (auto& [u, ph] : unit_gap)
+    std::printf("    unit %d: gap after unit %d's mainloop median %6.0f ns max %6.0f (its stores issued -> unit taken %.0f, "
+                "-> first k-tile there %.0f; its first loads issued %.0f ns after unit %d's mainloop); mainloop median "
+                "%8.0f ns (%zu CTAs)\n",
+                u, u - 1, median(ph.ns), maximum(ph.ns), median(unit_next[u].ns), median(unit_wait[u].ns),
+                median(unit_issue[u].ns), u - 1, median(unit_loop[u].ns), ph.ns.size());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string filter = argc > 1 ? argv[1] : "128x64x64_c1x1_persistent";
+  const std::string case_filter = argc > 2 ? argv[2] : "";
+  std::vector<Case> cases = {{1000, 1000, 1008, "bf16", "nn"}, {1024, 1024, 1024, "bf16", "nn"},
+                             {1000, 896, 1008, "bf16", "nn"},  {4096, 4096, 4096, "bf16", "nt"}};
+  if (const char* only = std::getenv("PROBE_SHAPE")) {
+    const auto c = parse_case(only);
+    if (!c) {
+      std::fprintf(stderr, "PROBE_SHAPE=\"%s\": expected \"MxNxK dtype layout\", e.g. \"1000x1000x1008 bf16 nn\"\n",
+                   only);
+      return 2;
+    }
+    cases = {*c};
+  }
+  if (system_info().devices.empty()) {
+    std::printf("no GPU: %s\n", system_info().why_no_device.c_str());
+    return 0;
+  }
+  GpuContext ctx(0);
+  TimingPolicy timing;
+  timing.budget_s = 0.3;
+  timing.max_samples = 40;
+  const auto kernels = ours::cluster_kernels();
+  const auto builds = instrumented();
+  std::mt19937_64 rng(42);
+  for (const Case& cs : cases) {
+    GemmShape s;
+    s.m = cs.m; s.n = cs.n; s.k = cs.k;
+    s.name = std::to_string(cs.m) + "x" + std::to_string(cs.n) + "x" + std::to_string(cs.k);
+    const std::string case_text = s.name + " " + cs.dtype + " " + cs.layout;
+    if (!case_filter.empty() && case_text.find(case_filter) == std::string::npos) continue;
+    const GemmCase gc{s, cs.dtype, cs.layout, "none"};
+    const auto spec = lt_dtype(cs.dtype);
+    if (!spec) {
+      std::printf("== %s: unknown dtype\n", case_text.c_str());
+      continue;
+    }
+    const int copies = operand_copies_for(timing, s, *spec, 0);
+    GemmProblem problem(s, *spec, rng(), ctx.stream(), copies, GemmVariant::of(gc));
+    std::printf("== %s  (%d operand copies)\n", case_text.c_str(), copies);
+    for (const auto& k : kernels) {
+      const auto config = k->config();
+      const std::string name = config["name"].get<std::string>();
+      if (name.find(filter) == std::string::npos || k->unsupported(gc)) continue;
+      const int bm = config["tile"][0].get<int>(), bn = config["tile"][1].get<int>();
+      const ours::HopperInstanceKey key{cs.dtype == "fp8_e4m3", bm, bn, cs.layout == "nn",
+                                        config["schedule"].get<std::string>() == "pingpong",
+                                        config["promotion_interval"].get<int>()};
+      auto found = std::find_if(builds.begin(), builds.end(), [&](const auto& b) { return b.first == key; });
+      if (found == builds.end()) {
+        std::printf("  %-40s skipped: no timeline build of its instance here\n", name.c_str());
+        continue;
+      }
+      // Every element of copy 0's output against the reference, the output poisoned first; false (and why,
+      // printed) on a mismatch, which is then not timed.
+      auto verified = [&](const BoundLaunch& launch, const char* build) {
+        problem.poison_output(ctx.stream());
+        launch(ctx.stream(), 0);
+        AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+        const Comparison cmp = problem.check_output(ctx.stream());
+        if (cmp.non_finite == 0 && cmp.max_rel_err <= problem.tolerance()) return true;
+        std::printf("  %-40s FAILED (%s build) %s (tol %.3g): not timed\n", name.c_str(), build,
+                    cmp.describe(s.n).c_str(), problem.tolerance());
+        return false;
+      };
+      try {
+        // The plain build first, for the stamps' cost.
+        double plain_ms = 0;
+        {
+          BoundLaunch launch = k->bind(problem);
+          if (!verified(launch, "plain")) continue;
+          plain_ms = ctx.harness().time(timing, rotating_launch(launch, copies)).stats.median_ms;
+        }
+        const ours::HopperInstanceOverride use_timeline(key, found->second);
+        BoundLaunch launch = k->bind(problem);
+        if (!verified(launch, "timeline")) continue;
+        const double ms = ctx.harness().time(timing, rotating_launch(launch, copies)).stats.median_ms;
+        // The stamps of the last of a round over the copies (it reads operands the round has not touched since).
+        void* stamps = nullptr;
+        AISPFLOW_CUDA_CHECK(cudaGetSymbolAddress(&stamps, g_timeline));
+        for (int copy = 0; copy < copies; ++copy) {
+          AISPFLOW_CUDA_CHECK(cudaMemsetAsync(stamps, 0, sizeof(CtaTimeline) * kMaxCtas, ctx.stream()));
+          launch(ctx.stream(), copy);
+        }
+        std::vector<CtaTimeline> host(kMaxCtas);
+        AISPFLOW_CUDA_CHECK(cudaMemcpyAsync(host.data(), stamps, sizeof(CtaTimeline) * kMaxCtas,
+                                            cudaMemcpyDeviceToHost, ctx.stream()));
+        AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+        std::printf("  %-40s verified  %.4f ms with stamps, %.4f ms without\n", name.c_str(), ms, plain_ms);
+        const int k_tiles = int((s.k + 63) / 64);
+        report(host, k_tiles, bm, bn);
+      } catch (const std::exception& e) {
+        std::printf("  %-40s ERROR %s\n", name.c_str(), e.what());
+        cudaGetLastError();
+      }
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,33 @@
+#pragma once
+// The moments the Hopper GEMM kernel's timeline build stamps (hopper_gemm.cuh, AISPFLOW_HOPPER_TIMELINE;
+// bench/tools/hopper_timeline.cu reads them). Host-and-device plain data.
+namespace aispflow::kernels::cuda::ours {
+
+enum class TimelineEvent : int {
+  entry,            // the CTA's thread 0 starts
+  params_read,      // thread 0 has checked the launch's cluster against the parameters (their first read)
+  maps_prefetched,  // ... has asked for the three tensor maps (prefetch.tensormap)
+  barriers_ready,   // ... has initialised the stage barriers
+  unit_decoded,     // the producer has its first work unit
+  first_load,       // the producer has issued its first k-tile's loads
+  loads_issued,     // a lone CTA's producer has issued every stage it fills before the CTA barrier
+  consumer_start,   // a consumer warpgroup has its registers (after setmaxnreg)
+  unit_loads,       // per unit: the producer has issued the unit's first k-tile (units with no pre-issued stage)
+  unit_start,       // per unit: the consumer has the unit (its own, under ping-pong)
+  first_full,       // per unit: the unit's first k-tile has landed (bf16; the consumer's wait returned)
+  last_full,        // per unit: its last k-tile has landed
+  mainloop_end,     // per unit: every wgmma of the unit has retired
+  chunk_packed,     // per unit: its first epilogue chunk is in shared memory (the stamping warp's rows)
+  chunk_fenced,     //   ... made visible to the TMA (the proxy fence)
+  chunk_stored,     //   ... and its TMA store issued
+  epilogue_end,     // per unit: its last store has been issued
+  exit,             // the consumer's stores have completed; the CTA leaves
+};
+constexpr int kTimelineEvents = 18;
+constexpr const char* kTimelineEventNames[kTimelineEvents] = {
+    "entry",          "params_read", "maps_prefetched", "barriers_ready", "unit_decoded",
+    "first_load",     "loads_issued", "consumer_start", "unit_loads",     "unit_start",     "first_full",
+    "last_full",      "mainloop_end", "chunk_packed",   "chunk_fenced",   "chunk_stored",
+    "epilogue_end",   "exit"};
+
+}  // namespace aispflow::kernels::cuda::ours
