@@ -243,9 +243,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     HOPPER_TIMELINE_STAMP(unit_decoded, 0);
     // A lone CTA issues its first stages now: their loads overlap the barrier below, the register reallocation
     // and the consumers' start (NOTES.md step 40: the first load was issued 2.3 us into a 13 us decode kernel).
-    // Fresh stages need no wait on `empty`.
+    // Fresh stages need no wait on `empty`. At most 4: each TMA load holds this thread until the TMA unit takes
+    // it, and the consumers wait at the barrier meanwhile; the 128 x 64 tile's 8 stages kept them there 1.2 us,
+    // and 4 ran 1-3 % faster (NOTES.md step 112). The producer's loop issues the rest after the barrier.
+    constexpr int kPreIssueStages = kStages < 4 ? kStages : 4;
     if (cluster_size == 1 && has_unit)
-      for (; pre_issued < kStages && unit.k_begin + pre_issued < unit.k_end; ++pre_issued) {
+      for (; pre_issued < kPreIssueStages && unit.k_begin + pre_issued < unit.k_end; ++pre_issued) {
         load_stage(unit, unit.k_begin + pre_issued, pre_issued);
         if (pre_issued == 0) HOPPER_TIMELINE_STAMP(first_load, 0);
       }
