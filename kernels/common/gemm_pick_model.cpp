@@ -106,7 +106,8 @@ nlohmann::json to_json(const PickConstants& c) {
 // (fp8 128 x 192 intervals release each stage at once; issue22/run-cb3b65f, rerun-cb3b65f, run-71c87f0): 58 of 61 and
 // 42 of 43 in each (fp8 decode_mlp at 0.970 and 0.964; fp8 4096 x 2880 x 2880 at 0.965); a re-fit on run-cb3b65f
 // picks 59 of the rerun's 61 with the same workflow miss, and 52-54 of 61 on the earlier kernels' runs, so these
-// stay. run-f5af5e8, run-4b2a545, run-f36b47f, run-b979f0c, run-de0ae52, run-9b8b889, run-3a70431 and rerun-ea657ed
+// stay. On step 114's (a lone CTA fills at most 4 stages before its barrier; issue22/run-9e57c21): 60 of 61 and 42
+// of 43 (bf16 4096 x 2880 x 2880 nn at 0.969). run-f5af5e8, run-4b2a545, run-f36b47f, run-b979f0c, run-de0ae52, run-9b8b889, run-3a70431 and rerun-ea657ed
 // are archived.
 // Earlier fits had several basins (penalties 20-100, seeds 11-12: tile efficiencies up to 15 % apart, 54-56 of 61).
 const PickConstants& h100_pick_constants() {
