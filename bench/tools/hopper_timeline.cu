@@ -8,7 +8,7 @@
 //                                       cases whose text contains `case`
 //   PROBE_SHAPE="MxNxK dtype layout"    that one case instead of the list
 // Stamps cost a store each; the timed figure is printed beside the plain build's so the perturbation shows.
-// Only the instances instrumented below run (bf16); others are skipped with a message.
+// Only the instances instrumented below run; others are skipped with a message.
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -77,13 +77,16 @@ using namespace aispflow::kernels::cuda;
 
 namespace {
 
-// The instrumented instances: the 1000^2 x 1008 row's tile (MN- and K-major B) and the bf16 squares' winners.
+// The instrumented instances: the 1000^2 x 1008 row's tile (MN- and K-major B), the bf16 squares' winners and the
+// fp8 squares' (128 x 128 and 128 x 192 promoting every 8 k-tiles).
 std::vector<std::pair<ours::HopperInstanceKey, ours::HopperInstance>> instrumented() {
   return {
       {{false, 128, 64, true, false, 1}, ours::hopper_instance_of<false, 128, 64, true, false>()},
       {{false, 128, 64, false, false, 1}, ours::hopper_instance_of<false, 128, 64, false, false>()},
       {{false, 128, 256, false, false, 1}, ours::hopper_instance_of<false, 128, 256, false, false>()},
       {{false, 256, 128, false, false, 1}, ours::hopper_instance_of<false, 256, 128, false, false>()},
+      {{true, 128, 128, false, false, 8}, ours::hopper_instance_of<true, 128, 128, false, false, 8>()},
+      {{true, 128, 192, false, false, 8}, ours::hopper_instance_of<true, 128, 192, false, false, 8>()},
   };
 }
 
@@ -168,7 +171,8 @@ void report(const std::vector<CtaTimeline>& ctas, int k_tiles_first_unit, int bm
     int last = -1;
     for (int u = 0; u < kUnits; ++u)
       if (at(t, u, TimelineEvent::epilogue_end)) last = u;
-    if (last >= 0 && at(t, 0, TimelineEvent::exit))
+    // (Only where the CTA's units all fit the stamps: its last unit is then the last stamped.)
+    if (last >= 0 && last < kUnits - 1 && at(t, 0, TimelineEvent::exit))
       tail.ns.push_back(ns(at(t, 0, TimelineEvent::exit) - at(t, last, TimelineEvent::epilogue_end)));
     for (int u = 1; u < kUnits; ++u) {
       if (!at(t, u, TimelineEvent::first_full) || !at(t, u - 1, TimelineEvent::mainloop_end)) continue;
@@ -195,8 +199,9 @@ void report(const std::vector<CtaTimeline>& ctas, int k_tiles_first_unit, int bm
     if (!ph.ns.empty())
       std::printf("    %-46s median %8.0f ns  max %8.0f ns  (%zu CTAs)\n", ph.name.c_str(), median(ph.ns),
                   maximum(ph.ns), ph.ns.size());
-  // The dense bf16 rate is 4096 FLOP a cycle an SM (989.4 TFLOP/s over 132 SMs at 1.83 GHz): a k-tile of a
-  // BM x BN tile (K = 64) takes at least 2 BM BN 64 / 4096 cycles of the tensor pipe.
+  // The dense bf16 rate is 4096 FLOP a cycle an SM (989.4 TFLOP/s over 132 SMs at 1.83 GHz), fp8's 8192: a k-tile
+  // of a BM x BN tile (K = 64 bf16, or 128 fp8: 128 bytes either way) takes at least 2 BM BN 64 / 4096 cycles of
+  // the tensor pipe in both dtypes.
   const double floor_cycles = 2.0 * bm * bn * 64 / 4096.0;
   const Phase& mainloop =
       *std::find_if(phases.begin(), phases.end(), [](const Phase& ph) { return ph.name.rfind("unit 0 mainloop", 0) == 0; });
@@ -217,7 +222,8 @@ int main(int argc, char** argv) {
   const std::string filter = argc > 1 ? argv[1] : "128x64x64_c1x1_persistent";
   const std::string case_filter = argc > 2 ? argv[2] : "";
   std::vector<Case> cases = {{1000, 1000, 1008, "bf16", "nn"}, {1024, 1024, 1024, "bf16", "nn"},
-                             {1000, 896, 1008, "bf16", "nn"},  {4096, 4096, 4096, "bf16", "nt"}};
+                             {1000, 896, 1008, "bf16", "nn"},  {4096, 4096, 4096, "bf16", "nt"},
+                             {4096, 4096, 4096, "fp8_e4m3", "nt"}};
   if (const char* only = std::getenv("PROBE_SHAPE")) {
     const auto c = parse_case(only);
     if (!c) {
@@ -302,7 +308,8 @@ int main(int argc, char** argv) {
                                             cudaMemcpyDeviceToHost, ctx.stream()));
         AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
         std::printf("  %-40s verified  %.4f ms with stamps, %.4f ms without\n", name.c_str(), ms, plain_ms);
-        const int k_tiles = int((s.k + 63) / 64);
+        const int bk = config["tile"][2].get<int>();   // elements of K a k-tile: 64 bf16, 128 fp8
+        const int k_tiles = int((s.k + bk - 1) / bk);
         report(host, k_tiles, bm, bn);
       } catch (const std::exception& e) {
         std::printf("  %-40s ERROR %s\n", name.c_str(), e.what());

@@ -451,6 +451,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           for (const int stop = phase == 0 ? k_begin + lead : k_end; kt < stop; ++kt, ++it) {
             const int s = int(it % kStages);
             mbar_wait(full_bar + 8u * std::uint32_t(s), (it / kStages) & 1);
+            if (stamps && kt == k_begin) HOPPER_TIMELINE_STAMP(first_full, local);
             wgmma_fence();
             fence_registers(part);
             issue(part, s, wg * 64, false);
@@ -484,6 +485,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                   const std::uint32_t at = it + std::uint32_t(j);
                   const int s = int(at % kStages);
                   mbar_wait(full_bar + 8u * std::uint32_t(s), (at / kStages) & 1);
+                  if (stamps && kt + j == k_begin) HOPPER_TIMELINE_STAMP(first_full, local);
                   wgmma_fence();
                   fence_registers(part);
                   issue(part, s, wg * 64, j > 0);
