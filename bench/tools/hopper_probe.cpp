@@ -10,10 +10,8 @@
 // Operands: like the workflows, the launches rotate over enough copies that each reads cold data (the `==` line
 // says how many); PROBE_WARM=1 times one copy, which stays in L2 between the launches of a batch (how this probe
 // timed before 2026-11-26's step 26: NOTES.md).
-#include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <initializer_list>
 #include <iterator>
@@ -25,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/tools/probe_shape.hpp"
 #include "kernels/cuda/candidate_search.hpp"
 #include "kernels/cuda/context.hpp"
 #include "kernels/cuda/cublaslt_gemm.hpp"
@@ -38,28 +37,13 @@ namespace {
 
 struct Case { std::int64_t m, n, k; const char* dtype; const char* layout; const char* epi; std::int64_t batch = 1; };
 
-// PROBE_SHAPE's case ("MxNxK[xBATCH] dtype layout", epilogue none); its dtype and layout point into static storage.
-std::optional<Case> parse_probe_shape(const char* text) {
-  static std::string dtype_text, layout_text;
-  Case c{0, 0, 0, "", "", "none"};
-  char dims[64] = {}, dtype[32] = {}, layout[8] = {}, rest = 0;
-  const bool words = std::sscanf(text, "%63s %31s %7s %c", dims, dtype, layout, &rest) == 3;
-  // The dimensions must be the whole word: %n records where the three or four numbers ended.
-  int end3 = -1, end4 = -1;
-  if (words) {
-    std::sscanf(dims, "%" SCNd64 "x%" SCNd64 "x%" SCNd64 "%n", &c.m, &c.n, &c.k, &end3);
-    std::int64_t m, n, k;
-    std::sscanf(dims, "%" SCNd64 "x%" SCNd64 "x%" SCNd64 "x%" SCNd64 "%n", &m, &n, &k, &c.batch, &end4);
-  }
-  const int length = int(std::strlen(dims));
-  if ((end3 != length && end4 != length) || c.m <= 0 || c.n <= 0 || c.k <= 0 || c.batch <= 0 || !lt_dtype(dtype) ||
-      (std::string(layout) != "nn" && std::string(layout) != "nt"))
-    return std::nullopt;
-  dtype_text = dtype;
-  layout_text = layout;
-  c.dtype = dtype_text.c_str();
-  c.layout = layout_text.c_str();
-  return c;
+// PROBE_SHAPE's case (bench/tools/probe_shape.hpp; epilogue none); its dtype and layout point into static storage.
+std::optional<Case> probe_shape_case(const char* text) {
+  static aispflow::bench::ProbeShape shape;
+  const auto parsed = aispflow::bench::parse_probe_shape(text);
+  if (!parsed || !lt_dtype(parsed->dtype)) return std::nullopt;
+  shape = *parsed;
+  return Case{shape.m, shape.n, shape.k, shape.dtype.c_str(), shape.layout.c_str(), "none", shape.batch};
 }
 
 }  // namespace
@@ -69,7 +53,7 @@ int main(int argc, char** argv) {
   const std::string case_filter = argc > 2 ? argv[2] : "";
   std::optional<Case> only_case;
   if (const char* only = std::getenv("PROBE_SHAPE")) {
-    only_case = parse_probe_shape(only);
+    only_case = probe_shape_case(only);
     if (!only_case) {
       std::fprintf(stderr,
                    "PROBE_SHAPE=\"%s\": expected \"MxNxK[xBATCH] dtype layout\", e.g. \"1000x896x1008 bf16 nn\"\n",

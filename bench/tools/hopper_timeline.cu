@@ -6,18 +6,15 @@
 // over the operand copies and its stamps read back.
 //   hopper_timeline [filter [case]]     configurations whose name contains `filter` (default: the 128 x 64 tile),
 //                                       cases whose text contains `case`
-//   PROBE_SHAPE="MxNxK dtype layout"    that one case instead of the list
+//   PROBE_SHAPE="MxNxK[xBATCH] dtype layout"   that one case instead of the list (bench/tools/probe_shape.hpp)
 // Stamps cost a store each; the timed figure is printed beside the plain build's so the perturbation shows.
 // Only the instances instrumented below run; others are skipped with a message.
 #include <algorithm>
-#include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <iterator>
 #include <map>
 #include <memory>
-#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -66,6 +63,7 @@ __device__ __forceinline__ void hopper_timeline_stamp(TimelineEvent event, int u
 #define AISPFLOW_HOPPER_TIMELINE 1
 #include "kernels/cuda/ours/hopper_gemm.cuh"
 
+#include "bench/tools/probe_shape.hpp"
 #include "kernels/cuda/candidate_search.hpp"
 #include "kernels/cuda/context.hpp"
 #include "kernels/cuda/cublaslt_gemm.hpp"
@@ -74,6 +72,7 @@ __device__ __forceinline__ void hopper_timeline_stamp(TimelineEvent event, int u
 
 using namespace aispflow::kernels;
 using namespace aispflow::kernels::cuda;
+using aispflow::bench::ProbeShape;
 
 namespace {
 
@@ -88,20 +87,6 @@ std::vector<std::pair<ours::HopperInstanceKey, ours::HopperInstance>> instrument
       {{true, 128, 128, false, false, 8}, ours::hopper_instance_of<true, 128, 128, false, false, 8>()},
       {{true, 128, 192, false, false, 8}, ours::hopper_instance_of<true, 128, 192, false, false, 8>()},
   };
-}
-
-struct Case { std::int64_t m, n, k; std::string dtype, layout; };
-
-std::optional<Case> parse_case(const char* text) {
-  Case c;
-  char dtype[32] = {}, layout[8] = {};
-  int end = -1;
-  if (std::sscanf(text, "%" SCNd64 "x%" SCNd64 "x%" SCNd64 " %31s %7s%n", &c.m, &c.n, &c.k, dtype, layout, &end) != 5 ||
-      text[end] != '\0' || c.m <= 0 || c.n <= 0 || c.k <= 0)
-    return std::nullopt;
-  c.dtype = dtype;
-  c.layout = layout;
-  return c;
 }
 
 double median(std::vector<double> v) {
@@ -203,8 +188,10 @@ void report(const std::vector<CtaTimeline>& ctas, int k_tiles_first_unit, int bm
   // of a BM x BN tile (K = 64 bf16, or 128 fp8: 128 bytes either way) takes at least 2 BM BN 64 / 4096 cycles of
   // the tensor pipe in both dtypes.
   const double floor_cycles = 2.0 * bm * bn * 64 / 4096.0;
-  const Phase& mainloop =
-      *std::find_if(phases.begin(), phases.end(), [](const Phase& ph) { return ph.name.rfind("unit 0 mainloop", 0) == 0; });
+  const auto is_mainloop = [](const Span& sp) {
+    return sp.from == TimelineEvent::first_full && sp.to == TimelineEvent::mainloop_end;
+  };
+  const Phase& mainloop = phases[1 + (std::find_if(std::begin(spans), std::end(spans), is_mainloop) - std::begin(spans))];
   if (!mainloop.ns.empty() && k_tiles_first_unit > 0)
     std::printf("    unit 0: %d k-tiles, %.0f ns a k-tile (the dense rate's floor: %.0f ns at this clock)\n",
                 k_tiles_first_unit, median(mainloop.ns) / k_tiles_first_unit, floor_cycles / clock_ghz);
@@ -221,13 +208,14 @@ void report(const std::vector<CtaTimeline>& ctas, int k_tiles_first_unit, int bm
 int main(int argc, char** argv) {
   const std::string filter = argc > 1 ? argv[1] : "128x64x64_c1x1_persistent";
   const std::string case_filter = argc > 2 ? argv[2] : "";
-  std::vector<Case> cases = {{1000, 1000, 1008, "bf16", "nn"}, {1024, 1024, 1024, "bf16", "nn"},
-                             {1000, 896, 1008, "bf16", "nn"},  {4096, 4096, 4096, "bf16", "nt"},
-                             {4096, 4096, 4096, "fp8_e4m3", "nt"}};
+  std::vector<ProbeShape> cases = {{1000, 1000, 1008, 1, "bf16", "nn"}, {1024, 1024, 1024, 1, "bf16", "nn"},
+                                   {1000, 896, 1008, 1, "bf16", "nn"},  {4096, 4096, 4096, 1, "bf16", "nt"},
+                                   {4096, 4096, 4096, 1, "fp8_e4m3", "nt"}};
   if (const char* only = std::getenv("PROBE_SHAPE")) {
-    const auto c = parse_case(only);
-    if (!c) {
-      std::fprintf(stderr, "PROBE_SHAPE=\"%s\": expected \"MxNxK dtype layout\", e.g. \"1000x1000x1008 bf16 nn\"\n",
+    const auto c = aispflow::bench::parse_probe_shape(only);
+    if (!c || !lt_dtype(c->dtype)) {
+      std::fprintf(stderr,
+                   "PROBE_SHAPE=\"%s\": expected \"MxNxK[xBATCH] dtype layout\", e.g. \"1000x1000x1008 bf16 nn\"\n",
                    only);
       return 2;
     }
@@ -244,18 +232,15 @@ int main(int argc, char** argv) {
   const auto kernels = ours::cluster_kernels();
   const auto builds = instrumented();
   std::mt19937_64 rng(42);
-  for (const Case& cs : cases) {
+  for (const ProbeShape& cs : cases) {
     GemmShape s;
-    s.m = cs.m; s.n = cs.n; s.k = cs.k;
-    s.name = std::to_string(cs.m) + "x" + std::to_string(cs.n) + "x" + std::to_string(cs.k);
+    s.m = cs.m; s.n = cs.n; s.k = cs.k; s.batch = cs.batch;
+    s.name = std::to_string(cs.m) + "x" + std::to_string(cs.n) + "x" + std::to_string(cs.k) +
+             (cs.batch > 1 ? "x" + std::to_string(cs.batch) : "");
     const std::string case_text = s.name + " " + cs.dtype + " " + cs.layout;
     if (!case_filter.empty() && case_text.find(case_filter) == std::string::npos) continue;
     const GemmCase gc{s, cs.dtype, cs.layout, "none"};
-    const auto spec = lt_dtype(cs.dtype);
-    if (!spec) {
-      std::printf("== %s: unknown dtype\n", case_text.c_str());
-      continue;
-    }
+    const auto spec = lt_dtype(cs.dtype);   // a known dtype: the list's, or checked with PROBE_SHAPE
     const int copies = operand_copies_for(timing, s, *spec, 0);
     GemmProblem problem(s, *spec, rng(), ctx.stream(), copies, GemmVariant::of(gc));
     std::printf("== %s  (%d operand copies)\n", case_text.c_str(), copies);
@@ -272,17 +257,16 @@ int main(int argc, char** argv) {
         std::printf("  %-40s skipped: no timeline build of its instance here\n", name.c_str());
         continue;
       }
-      // Every element of copy 0's output against the reference, the output poisoned first; false (and why,
-      // printed) on a mismatch, which is then not timed.
+      // The candidate search's verification (kernels/cuda/candidate_search.hpp: the output poisoned, every element
+      // of the first and the last operand copy against its reference); a failed build is reported, not timed.
       auto verified = [&](const BoundLaunch& launch, const char* build) {
-        problem.poison_output(ctx.stream());
-        launch(ctx.stream(), 0);
-        AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
-        const Comparison cmp = problem.check_output(ctx.stream());
-        if (cmp.non_finite == 0 && cmp.max_rel_err <= problem.tolerance()) return true;
-        std::printf("  %-40s FAILED (%s build) %s (tol %.3g): not timed\n", name.c_str(), build,
-                    cmp.describe(s.n).c_str(), problem.tolerance());
-        return false;
+        SearchCandidate candidate;
+        candidate.launch = launch;
+        candidate.extra_tolerance = k->extra_rounding();
+        verify_candidate(candidate, problem, ctx.stream());
+        if (!candidate.verified)
+          std::printf("  %-40s FAILED (%s build): %s; not timed\n", name.c_str(), build, candidate.reason.c_str());
+        return candidate.verified;
       };
       try {
         // The plain build first, for the stamps' cost.
@@ -296,11 +280,13 @@ int main(int argc, char** argv) {
         BoundLaunch launch = k->bind(problem);
         if (!verified(launch, "timeline")) continue;
         const double ms = ctx.harness().time(timing, rotating_launch(launch, copies)).stats.median_ms;
-        // The stamps of the last of a round over the copies (it reads operands the round has not touched since).
+        // The stamps of the last of a round over the copies (it reads operands the round has not touched since),
+        // cleared just before it.
         void* stamps = nullptr;
         AISPFLOW_CUDA_CHECK(cudaGetSymbolAddress(&stamps, g_timeline));
         for (int copy = 0; copy < copies; ++copy) {
-          AISPFLOW_CUDA_CHECK(cudaMemsetAsync(stamps, 0, sizeof(CtaTimeline) * kMaxCtas, ctx.stream()));
+          if (copy + 1 == copies)
+            AISPFLOW_CUDA_CHECK(cudaMemsetAsync(stamps, 0, sizeof(CtaTimeline) * kMaxCtas, ctx.stream()));
           launch(ctx.stream(), copy);
         }
         std::vector<CtaTimeline> host(kMaxCtas);

@@ -14,7 +14,7 @@ enum class TimelineEvent : int {
   consumer_start,   // a consumer warpgroup has its registers (after setmaxnreg)
   unit_loads,       // per unit: the producer has issued the unit's first k-tile (units with no pre-issued stage)
   unit_start,       // per unit: the consumer has the unit (its own, under ping-pong)
-  first_full,       // per unit: the unit's first k-tile has landed (bf16; the consumer's wait returned)
+  first_full,       // per unit: the unit's first k-tile has landed (the consumer's wait returned)
   last_full,        // per unit: its last k-tile has landed
   mainloop_end,     // per unit: every wgmma of the unit has retired
   chunk_packed,     // per unit: its first epilogue chunk is in shared memory (the stamping warp's rows)
@@ -23,11 +23,7 @@ enum class TimelineEvent : int {
   epilogue_end,     // per unit: its last store has been issued
   exit,             // the consumer's stores have completed; the CTA leaves
 };
-constexpr int kTimelineEvents = 18;
-constexpr const char* kTimelineEventNames[kTimelineEvents] = {
-    "entry",          "params_read", "maps_prefetched", "barriers_ready", "unit_decoded",
-    "first_load",     "loads_issued", "consumer_start", "unit_loads",     "unit_start",     "first_full",
-    "last_full",      "mainloop_end", "chunk_packed",   "chunk_fenced",   "chunk_stored",
-    "epilogue_end",   "exit"};
+// How many there are (the last enumerator's successor): the size of a unit's stamps.
+constexpr int kTimelineEvents = int(TimelineEvent::exit) + 1;
 
 }  // namespace aispflow::kernels::cuda::ours
