@@ -7,6 +7,9 @@
 //   hopper_timeline [filter [case]]     configurations whose name contains `filter` (default: the 128 x 64 tile),
 //                                       cases whose text contains `case`
 //   PROBE_SHAPE="MxNxK[xBATCH] dtype layout"   that one case instead of the list (bench/tools/probe_shape.hpp)
+//   TIMELINE_CSV=path                   also append every stamp to a CSV (dump_csv below), for plots across CTAs
+//   TIMELINE_SKEW_NS=ns                 hold every other pair of CTAs back that long at entry (an experiment: do
+//                                       the CTAs' simultaneous transitions slow each other?)
 // Stamps cost a store each; the timed figure is printed beside the plain build's so the perturbation shows.
 // Only the instances instrumented below run; others are skipped with a message.
 #include <algorithm>
@@ -36,6 +39,9 @@ struct CtaTimeline {
 };
 
 __device__ CtaTimeline g_timeline[kMaxCtas];
+// TIMELINE_SKEW_NS: every other pair of CTAs (blockIdx.x / 2 odd) waits this long at entry, so that their units'
+// transitions no longer fall together with the others' (0: none).
+__device__ unsigned long long g_entry_skew_ns;
 
 __device__ __forceinline__ unsigned long long global_ns() {
   unsigned long long t;
@@ -58,6 +64,13 @@ __device__ __forceinline__ void hopper_timeline_stamp(TimelineEvent event, int u
   } else if (event == TimelineEvent::exit) {
     t.exit_ns = global_ns();
   }
+}
+
+// Called by every thread at the kernel's entry (hopper_gemm.cuh's HOPPER_TIMELINE_ENTRY).
+__device__ __forceinline__ void hopper_timeline_entry() {
+  if (g_entry_skew_ns == 0 || (blockIdx.x / 2) % 2 == 0) return;
+  const unsigned long long until = global_ns() + g_entry_skew_ns;
+  while (global_ns() < until) __nanosleep(500);
 }
 
 #define AISPFLOW_HOPPER_TIMELINE 1
@@ -102,7 +115,29 @@ struct Phase {
   std::vector<double> ns;
 };
 
-void report(const std::vector<CtaTimeline>& ctas, int k_tiles_first_unit, int bm, int bn) {
+// TIMELINE_CSV=path: every stamp of the launch, one row each (cta, sm, unit, event, ns since the first CTA's entry;
+// a CTA's clock64 stamps placed on the common axis through its %globaltimer entry), for plots across CTAs.
+void dump_csv(const char* path, const std::string& label, const std::vector<CtaTimeline>& ctas, double clock_ghz,
+              unsigned long long first_entry) {
+  FILE* f = std::fopen(path, "a");
+  if (!f) {
+    std::fprintf(stderr, "TIMELINE_CSV: cannot open %s\n", path);
+    return;
+  }
+  for (std::size_t c = 0; c < ctas.size(); ++c) {
+    const CtaTimeline& t = ctas[c];
+    if (!t.entry_ns) continue;
+    const long long entry = t.clock[0][int(TimelineEvent::entry)];
+    for (int u = 0; u < kUnits; ++u)
+      for (int e = 0; e < kTimelineEvents; ++e)
+        if (t.clock[u][e])
+          std::fprintf(f, "%s,%zu,%u,%d,%d,%.0f\n", label.c_str(), c, t.smid, u, e,
+                       double(t.entry_ns - first_entry) + double(t.clock[u][e] - entry) / clock_ghz);
+  }
+  std::fclose(f);
+}
+
+void report(const std::vector<CtaTimeline>& ctas, int k_tiles_first_unit, int bm, int bn, const std::string& label) {
   std::vector<double> ghz;
   unsigned long long first_entry = ~0ull, last_exit = 0;
   for (const auto& t : ctas) {
@@ -118,6 +153,7 @@ void report(const std::vector<CtaTimeline>& ctas, int k_tiles_first_unit, int bm
     std::printf("    no stamps came back\n");
     return;
   }
+  if (const char* path = std::getenv("TIMELINE_CSV")) dump_csv(path, label, ctas, clock_ghz, first_entry);
   auto at = [](const CtaTimeline& t, int u, TimelineEvent e) { return t.clock[u][int(e)]; };
   // Each phase: from one event of unit 0 to another (the producer's startup steps, then the consumers').
   struct Span { const char* name; TimelineEvent from, to; };
@@ -141,7 +177,7 @@ void report(const std::vector<CtaTimeline>& ctas, int k_tiles_first_unit, int bm
   std::vector<Phase> phases = {{"entry after the first CTA's", {}}};
   for (const Span& sp : spans) phases.push_back({sp.name, {}});
   Phase tail{"last unit's stores issued -> exit", {}};
-  std::map<int, Phase> unit_gap, unit_loop, unit_next, unit_wait, unit_issue;
+  std::map<int, Phase> unit_gap, unit_loop, unit_next, unit_setup, unit_wait, unit_issue;
   int ctas_stamped = 0;
   std::vector<unsigned> sms;
   for (const auto& t : ctas) {
@@ -165,8 +201,10 @@ void report(const std::vector<CtaTimeline>& ctas, int k_tiles_first_unit, int bm
       unit_gap[u].ns.push_back(ns(at(t, u, TimelineEvent::first_full) - at(t, u - 1, TimelineEvent::mainloop_end)));
       if (at(t, u - 1, TimelineEvent::epilogue_end) && at(t, u, TimelineEvent::unit_start))
         unit_next[u].ns.push_back(ns(at(t, u, TimelineEvent::unit_start) - at(t, u - 1, TimelineEvent::epilogue_end)));
-      if (at(t, u, TimelineEvent::unit_start))
-        unit_wait[u].ns.push_back(ns(at(t, u, TimelineEvent::first_full) - at(t, u, TimelineEvent::unit_start)));
+      if (at(t, u, TimelineEvent::unit_start) && at(t, u, TimelineEvent::first_wait)) {
+        unit_setup[u].ns.push_back(ns(at(t, u, TimelineEvent::first_wait) - at(t, u, TimelineEvent::unit_start)));
+        unit_wait[u].ns.push_back(ns(at(t, u, TimelineEvent::first_full) - at(t, u, TimelineEvent::first_wait)));
+      }
       // When the producer issued the unit's first k-tile, against the consumers' end of the unit before it.
       if (at(t, u, TimelineEvent::unit_loads))
         unit_issue[u].ns.push_back(ns(at(t, u, TimelineEvent::unit_loads) - at(t, u - 1, TimelineEvent::mainloop_end)));
@@ -197,10 +235,10 @@ void report(const std::vector<CtaTimeline>& ctas, int k_tiles_first_unit, int bm
                 k_tiles_first_unit, median(mainloop.ns) / k_tiles_first_unit, floor_cycles / clock_ghz);
   for (auto& [u, ph] : unit_gap)
     std::printf("    unit %d: gap after unit %d's mainloop median %6.0f ns max %6.0f (its stores issued -> unit taken %.0f, "
-                "-> first k-tile there %.0f; its first loads issued %.0f ns after unit %d's mainloop); mainloop median "
-                "%8.0f ns (%zu CTAs)\n",
-                u, u - 1, median(ph.ns), maximum(ph.ns), median(unit_next[u].ns), median(unit_wait[u].ns),
-                median(unit_issue[u].ns), u - 1, median(unit_loop[u].ns), ph.ns.size());
+                "-> set up %.0f, -> first k-tile there %.0f; its first loads issued %.0f ns after unit %d's mainloop); "
+                "mainloop median %8.0f ns (%zu CTAs)\n",
+                u, u - 1, median(ph.ns), maximum(ph.ns), median(unit_next[u].ns), median(unit_setup[u].ns),
+                median(unit_wait[u].ns), median(unit_issue[u].ns), u - 1, median(unit_loop[u].ns), ph.ns.size());
 }
 
 }  // namespace
@@ -226,6 +264,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   GpuContext ctx(0);
+  if (const char* skew = std::getenv("TIMELINE_SKEW_NS")) {
+    const unsigned long long ns = std::strtoull(skew, nullptr, 10);
+    AISPFLOW_CUDA_CHECK(cudaMemcpyToSymbol(g_entry_skew_ns, &ns, sizeof ns));
+    std::printf("(every other pair of CTAs held back %llu ns at entry)\n", ns);
+  }
   TimingPolicy timing;
   timing.budget_s = 0.3;
   timing.max_samples = 40;
@@ -296,7 +339,7 @@ int main(int argc, char** argv) {
         std::printf("  %-40s verified  %.4f ms with stamps, %.4f ms without\n", name.c_str(), ms, plain_ms);
         const int bk = config["tile"][2].get<int>();   // elements of K a k-tile: 64 bf16, 128 fp8
         const int k_tiles = int((s.k + bk - 1) / bk);
-        report(host, k_tiles, bm, bn);
+        report(host, k_tiles, bm, bn, case_text + " " + name);
       } catch (const std::exception& e) {
         std::printf("  %-40s ERROR %s\n", name.c_str(), e.what());
         cudaGetLastError();

@@ -60,8 +60,10 @@
 // Every other build compiles the stamps to nothing.
 #ifdef AISPFLOW_HOPPER_TIMELINE
 #define HOPPER_TIMELINE_STAMP(event, unit) hopper_timeline_stamp(TimelineEvent::event, unit)
+#define HOPPER_TIMELINE_ENTRY() hopper_timeline_entry()
 #else
 #define HOPPER_TIMELINE_STAMP(event, unit) ((void)0)
+#define HOPPER_TIMELINE_ENTRY() ((void)0)
 #endif
 
 namespace aispflow::kernels::cuda::ours {
@@ -117,6 +119,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     hopper_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                        const __grid_constant__ CUtensorMap map_c, const HopperParams p) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  HOPPER_TIMELINE_ENTRY();   // (the timeline build's experiments: e.g. CTAs held back at entry)
   using Shape = HopperShape<Fp8, BM, BN>;
   static_assert(BM == 128 || (BM == 256 && !Fp8 && !PingPong && BN == 128),
                 "256-row tiles: bf16, cooperative, 128 columns (the accumulators of 128x256)");
@@ -392,6 +395,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
         for (int h = 0; h < kSlices; ++h) fence_registers(acc[h]);
       };
+      if (stamps) HOPPER_TIMELINE_STAMP(first_wait, local);
       if constexpr (!Fp8) {
         // bf16: the tensor cores accumulate in fp32. One k-tile's group stays in flight while the next is issued
         // (128-row tiles); a stage is released as soon as the group that read it has retired.

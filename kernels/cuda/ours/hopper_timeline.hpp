@@ -14,6 +14,7 @@ enum class TimelineEvent : int {
   consumer_start,   // a consumer warpgroup has its registers (after setmaxnreg)
   unit_loads,       // per unit: the producer has issued the unit's first k-tile (units with no pre-issued stage)
   unit_start,       // per unit: the consumer has the unit (its own, under ping-pong)
+  first_wait,       // per unit: ... has set it up (accumulators, bias) and reaches its first k-tile's wait
   first_full,       // per unit: the unit's first k-tile has landed (the consumer's wait returned)
   last_full,        // per unit: its last k-tile has landed
   mainloop_end,     // per unit: every wgmma of the unit has retired
