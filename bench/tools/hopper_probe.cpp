@@ -7,11 +7,18 @@
 //                                  spelt out) contains `case` (for ncu runs)
 //   PROBE_SHAPE="MxNxK[xBATCH] dtype layout" replaces the case list with that one case (epilogue none): a shape
 //                                  the list does not hold, without a rebuild
+//   PROBE_SUSTAIN_MS=ms            after timing, runs cuBLASLt and then each configuration back to back for that
+//                                  long and prints each run's wall-clock window ("sustain" lines, ms since the epoch
+//                                  and UTC), so that a clock and power log taken beside it (nvidia-smi -lms) can be
+//                                  cut by kernel: under the H100's power cap the SM clock is the kernel's too
 // Operands: like the workflows, the launches rotate over enough copies that each reads cold data (the `==` line
 // says how many); PROBE_WARM=1 times one copy, which stays in L2 between the launches of a batch (how this probe
 // timed before 2026-11-26's step 26: NOTES.md).
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <functional>
 #include <initializer_list>
 #include <iterator>
@@ -36,6 +43,34 @@ using namespace aispflow::kernels::cuda;
 namespace {
 
 struct Case { std::int64_t m, n, k; const char* dtype; const char* layout; const char* epi; std::int64_t batch = 1; };
+
+// PROBE_SUSTAIN_MS: `launch` (over the operand copies in turn) back to back for that long; prints the window.
+void sustain(const std::string& who, const std::function<void(cudaStream_t, int)>& launch, int copies,
+             cudaStream_t stream) {
+  const char* env = std::getenv("PROBE_SUSTAIN_MS");
+  if (!env) return;
+  const double window_ms = std::atof(env);
+  auto now_ms = [] {
+    return std::chrono::duration<double, std::milli>(std::chrono::system_clock::now().time_since_epoch()).count();
+  };
+  auto utc = [](double ms) {
+    const std::time_t secs = std::time_t(ms / 1000);
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    char text[32];
+    std::strftime(text, sizeof text, "%H:%M:%S", &tm);
+    return std::string(text) + "." + std::to_string(int(std::fmod(ms, 1000.0)) + 1000).substr(1);
+  };
+  const double start = now_ms();
+  int launches = 0;
+  while (now_ms() - start < window_ms) {
+    for (int i = 0; i < 16; ++i, ++launches) launch(stream, launches % copies);
+    AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+  const double end = now_ms();
+  std::printf("  sustain %-40s %.0f %.0f  %s - %s UTC  %d launches, %.4f ms each\n", who.c_str(), start, end,
+              utc(start).c_str(), utc(end).c_str(), launches, (end - start) / launches);
+}
 
 // PROBE_SHAPE's case (bench/tools/probe_shape.hpp; epilogue none); its dtype and layout point into static storage.
 std::optional<Case> probe_shape_case(const char* text) {
@@ -229,6 +264,7 @@ int main(int argc, char** argv) {
         lt_ms = ctx.harness()
                     .time(timing, rotating_launch([&](cudaStream_t st, int copy) { plan.run(algo, st, copy); }, copies))
                     .stats.median_ms;
+        sustain("cublasLt", [&](cudaStream_t st, int copy) { plan.run(algo, st, copy); }, copies, ctx.stream());
       }
     } catch (const std::exception& e) { std::printf("cublasLt: %s\n", e.what()); }
     const double flops = s.flops();
@@ -257,6 +293,7 @@ int main(int argc, char** argv) {
         const double ms = ctx.harness().time(timing, rotating_launch(launch, copies)).stats.median_ms;
         std::printf("  %-40s ok err %.2e  %.4f ms %.1f TFLOP/s  %.3fx cublasLt\n", id.c_str(), cmp.max_rel_err, ms,
                     flops / ms / 1e9, lt_ms > 0 ? lt_ms / ms : 0.0);
+        sustain(config["name"].get<std::string>(), launch, copies, ctx.stream());
       } catch (const std::exception& e) {
         std::printf("  %-40s ERROR %s\n", id.c_str(), e.what());
         cudaGetLastError();
