@@ -115,8 +115,9 @@ struct Phase {
   std::vector<double> ns;
 };
 
-// TIMELINE_CSV=path: every stamp of the launch, one row each (cta, sm, unit, event, ns since the first CTA's entry;
-// a CTA's clock64 stamps placed on the common axis through its %globaltimer entry), for plots across CTAs.
+// TIMELINE_CSV=path: every stamp of the launch, one row each (the case and configuration, cta, sm, unit, event as
+// TimelineEvent's index in kernels/cuda/ours/hopper_timeline.hpp, ns since the first CTA's entry: a CTA's clock64
+// stamps placed on the common axis through its %globaltimer entry), for plots across CTAs. A new file gets a header.
 void dump_csv(const char* path, const std::string& label, const std::vector<CtaTimeline>& ctas, double clock_ghz,
               unsigned long long first_entry) {
   FILE* f = std::fopen(path, "a");
@@ -124,6 +125,7 @@ void dump_csv(const char* path, const std::string& label, const std::vector<CtaT
     std::fprintf(stderr, "TIMELINE_CSV: cannot open %s\n", path);
     return;
   }
+  if (std::ftell(f) == 0) std::fprintf(f, "label,cta,sm,unit,event,ns\n");
   for (std::size_t c = 0; c < ctas.size(); ++c) {
     const CtaTimeline& t = ctas[c];
     if (!t.entry_ns) continue;
