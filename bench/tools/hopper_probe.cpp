@@ -242,10 +242,7 @@ int main(int argc, char** argv) {
   if (only_case) case_list = {*only_case};
   std::mt19937_64 rng(42);
   for (const Case& cs : case_list) {
-    GemmShape s;
-    s.m = cs.m; s.n = cs.n; s.k = cs.k; s.batch = cs.batch;
-    s.name = std::to_string(cs.m) + "x" + std::to_string(cs.n) + "x" + std::to_string(cs.k) +
-             (cs.batch > 1 ? "x" + std::to_string(cs.batch) : "");
+    const GemmShape s = aispflow::bench::probe_gemm_shape(cs.m, cs.n, cs.k, cs.batch);
     const GemmCase gc{s, cs.dtype, cs.layout, cs.epi};
     // Matched against the case as its `==` line prints it: GemmCase::label() leaves out layout nn and epilogue
     // none, so filters naming them matched nothing (NOTES.md step 65's first call).

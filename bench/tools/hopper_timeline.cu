@@ -278,10 +278,7 @@ int main(int argc, char** argv) {
   const auto builds = instrumented();
   std::mt19937_64 rng(42);
   for (const ProbeShape& cs : cases) {
-    GemmShape s;
-    s.m = cs.m; s.n = cs.n; s.k = cs.k; s.batch = cs.batch;
-    s.name = std::to_string(cs.m) + "x" + std::to_string(cs.n) + "x" + std::to_string(cs.k) +
-             (cs.batch > 1 ? "x" + std::to_string(cs.batch) : "");
+    const GemmShape s = aispflow::bench::probe_gemm_shape(cs.m, cs.n, cs.k, cs.batch);
     const std::string case_text = s.name + " " + cs.dtype + " " + cs.layout;
     if (!case_filter.empty() && case_text.find(case_filter) == std::string::npos) continue;
     const GemmCase gc{s, cs.dtype, cs.layout, "none"};

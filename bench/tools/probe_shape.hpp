@@ -4,10 +4,13 @@
 // free of CUDA, so that tests/unit/test_probe_shape.cpp checks it without a GPU. The dtype is the caller's to
 // check (lt_dtype); the layout must be nn or nt.
 #include <cinttypes>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <optional>
 #include <string>
+
+#include "kernels/common/gemm.hpp"
 
 namespace aispflow::bench {
 
@@ -32,6 +35,18 @@ inline std::optional<ProbeShape> parse_probe_shape(const char* text) {
   if (std::string(layout) != "nn" && std::string(layout) != "nt") return std::nullopt;
   s.dtype = dtype;
   s.layout = layout;
+  return s;
+}
+
+// The probes' GemmShape of a case, named as PROBE_SHAPE spells it: "MxNxK", and "xBATCH" when batched.
+inline kernels::GemmShape probe_gemm_shape(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch) {
+  kernels::GemmShape s;
+  s.m = m;
+  s.n = n;
+  s.k = k;
+  s.batch = batch;
+  s.name = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+           (batch > 1 ? "x" + std::to_string(batch) : "");
   return s;
 }
 

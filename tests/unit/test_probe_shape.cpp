@@ -28,3 +28,15 @@ TEST(ProbeShape, AnythingElseIsRefused) {
                           "1000x1000x1008x2x3 bf16 nn"})
     EXPECT_FALSE(parse_probe_shape(bad)) << '"' << bad << '"';
 }
+
+TEST(ProbeShape, ItsGemmShapeIsNamedAsItIsSpelt) {
+  const auto plain = aispflow::bench::probe_gemm_shape(1000, 896, 1008, 1);
+  EXPECT_EQ(plain.name, "1000x896x1008");
+  EXPECT_EQ(plain.m, 1000);
+  EXPECT_EQ(plain.n, 896);
+  EXPECT_EQ(plain.k, 1008);
+  EXPECT_EQ(plain.batch, 1);
+  const auto batched = aispflow::bench::probe_gemm_shape(512, 2880, 2880, 32);
+  EXPECT_EQ(batched.name, "512x2880x2880x32");
+  EXPECT_EQ(batched.batch, 32);
+}

@@ -404,7 +404,6 @@ __global__ void __launch_bounds__(kThreads, 1)
           const int s = int(it % kStages);
           mbar_wait(full_bar + 8u * std::uint32_t(s), (it / kStages) & 1);
           if (stamps && kt == k_begin) HOPPER_TIMELINE_STAMP(first_full, local);
-          if (stamps && kt == k_end - 1) HOPPER_TIMELINE_STAMP(last_full, local);
           wgmma_fence();
           fence_accumulators();
 #pragma unroll

@@ -16,7 +16,6 @@ enum class TimelineEvent : int {
   unit_start,       // per unit: the consumer has the unit (its own, under ping-pong)
   first_wait,       // per unit: ... has set it up (accumulators, bias) and reaches its first k-tile's wait
   first_full,       // per unit: the unit's first k-tile has landed (the consumer's wait returned)
-  last_full,        // per unit: its last k-tile has landed
   mainloop_end,     // per unit: every wgmma of the unit has retired
   chunk_packed,     // per unit: its first epilogue chunk is in shared memory (the stamping warp's rows)
   chunk_fenced,     //   ... made visible to the TMA (the proxy fence)
