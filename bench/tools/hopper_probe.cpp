@@ -2,7 +2,8 @@
 // epilogue) it verifies the kernel against the reference (poisoned output, every element) and, if correct,
 // times it and cuBLASLt's heuristic top algorithm on the same problem, interleaved, L2 flushed. Prints one line
 // each. It is the quick loop for kernel work; the evidence comes from the workflows (gemm_sweep records).
-//   hopper_probe [filter [case]]   only configurations whose name contains `filter`, only cases whose `==` line
+//   hopper_probe [filter [case]]   only configurations whose name contains `filter` (or one of its parts between
+//                                  '|'), only cases whose `==` line
 //                                  (e.g. "4096x4096x4096 bf16 nt none": shape, dtype, layout, epilogue, each
 //                                  spelt out) contains `case` (for ncu runs)
 //   PROBE_SHAPE="MxNxK[xBATCH] dtype layout" replaces the case list with that one case (epilogue none): a shape
@@ -70,6 +71,18 @@ void sustain(const std::string& who, const std::function<void(cudaStream_t, int)
   const double end = now_ms();
   std::printf("  sustain %-40s %.0f %.0f  %s - %s UTC  %d launches, %.4f ms each\n", who.c_str(), start, end,
               utc(start).c_str(), utc(end).c_str(), launches, (end - start) / launches);
+}
+
+// Whether a configuration's id passes the filter: it contains the filter, or one of its '|'-separated parts.
+bool matches_filter(const std::string& id, const std::string& filter) {
+  std::size_t begin = 0;
+  while (true) {
+    const std::size_t end = filter.find('|', begin);
+    const std::string part = filter.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+    if (id.find(part) != std::string::npos) return true;
+    if (end == std::string::npos) return false;
+    begin = end + 1;
+  }
 }
 
 // PROBE_SHAPE's case (bench/tools/probe_shape.hpp; epilogue none); its dtype and layout point into static storage.
@@ -238,6 +251,38 @@ int main(int argc, char** argv) {
     for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}, std::pair{1, 2}, std::pair{2, 2}, std::pair{4, 2},
                           std::pair{2, 4}, std::pair{4, 1}})
       kernels.push_back(ours::make_hopper_kernel({"clustersk", false, 64, cm, cn, true, 8, 0, "cooperative", true}));
+  // The work order (NOTES.md steps 126-127). Filter "gpcband": the squares' and N = 2880's winning pairs in launch
+  // order (bands of 8 cluster-rows, as before step 127) and in GPC order with bands of 4-16. Filter "launchorder":
+  // every clustered persistent configuration of the autotune list also in launch order, beside the list's own.
+  if (filter.find("gpcband") != std::string::npos) {
+    auto ordered = [](ours::HopperConfig c, bool gpc, int band) {
+      c.family = "gpcband";
+      c.gpc_order = gpc;
+      c.raster_group = band;
+      return c;
+    };
+    const ours::HopperConfig pairs[] = {
+        {"", false, 256, 2, 1, true, 8, 0},                                  // bf16 128 x 256, B multicast
+        tall({"", false, 128, 1, 2, true, 8, 0}),                            // bf16 256 x 128, A multicast
+        {"", false, 192, 2, 1, true, 8, 0},                                  // bf16 128 x 192 (N = 2880)
+        promoting({"", true, 128, 2, 1, true, 8, 0}, 8),                     // fp8 128 x 128 promote8
+    };
+    for (const auto& base : pairs) {
+      kernels.push_back(ours::make_hopper_kernel(ordered(base, false, 8)));
+      for (int band : {4, 8, 11, 16}) kernels.push_back(ours::make_hopper_kernel(ordered(base, true, band)));
+    }
+    // bf16 128 x 64 in 2x1 pairs, whose launch order walks bands of 2 (NOTES.md step 93)
+    const ours::HopperConfig narrow{"", false, 64, 2, 1, true, 2, 0};
+    kernels.push_back(ours::make_hopper_kernel(ordered(narrow, false, 2)));
+    for (int band : {2, 4, 8, 16}) kernels.push_back(ours::make_hopper_kernel(ordered(narrow, true, band)));
+  }
+  if (filter.find("launchorder") != std::string::npos) {
+    for (ours::HopperConfig c : ours::cluster_configs())
+      if (c.ordered_by_gpc()) {
+        c.gpc_order = false;
+        kernels.push_back(ours::make_hopper_kernel(c));
+      }
+  }
   std::vector<Case> case_list(std::begin(cases), std::end(cases));
   if (only_case) case_list = {*only_case};
   std::mt19937_64 rng(42);
@@ -274,7 +319,7 @@ int main(int argc, char** argv) {
       const std::string id = config["name"].get<std::string>() + " " + k->identity(gc).substr(0, 12) + " r" +
                              std::to_string(config["raster_group"].get<int>()) + " s" +
                              std::to_string(config.value("co_resident_clusters", 0));
-      if (!filter.empty() && id.find(filter) == std::string::npos) continue;
+      if (!matches_filter(id, filter)) continue;
       if (auto why = k->unsupported(gc)) continue;
       try {
         BoundLaunch launch = k->bind(problem);

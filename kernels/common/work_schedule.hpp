@@ -5,8 +5,8 @@
 // CPU and check what the kernel relies on: each k-iteration of each tile is done once, every shared tile has one
 // owner, and no wait can close a cycle (tests/unit/test_work_schedule.cpp).
 //
-// Params needs: batch, cm_tiles, cn_tiles, raster_group, total_work, sk_tiles, k_tiles, k_tiles_per_split, and
-// `divisors` (WorkDivisors::of the first four).
+// Params needs: batch, cm_tiles, cn_tiles, raster_group, raster_along_n, total_work, sk_tiles, k_tiles,
+// k_tiles_per_split, and `divisors` (WorkDivisors::of the first four).
 #include <cstdint>
 
 #include "kernels/common/host_device.hpp"
@@ -55,7 +55,7 @@ struct WorkDivisors {
 };
 
 // Work item -> (split, batch, cluster row, cluster column), rasterized in bands of `raster_group` cluster-rows,
-// each band walked column by column.
+// each band walked column by column, or (raster_along_n) in bands of cluster-columns, walked row by row.
 struct WorkTile {
   int split, batch, cm, cn;
 };
@@ -71,13 +71,18 @@ AISPFLOW_HOST_DEVICE inline WorkTile decode_work(const Params& p, int w) {
   const int band = v.band.div(rest);
   const int first = band * p.raster_group;
   const int local = rest - band * v.band.d;
-  const bool full_band = first + p.raster_group <= p.cm_tiles;
+  // Bands across M (cluster-rows, the default) or across N (p.raster_along_n: cluster-columns; the host's divisors
+  // are then WorkDivisors::of(batch, cn_tiles, cm_tiles, ...)).
+  const bool along_n = p.raster_along_n != 0;
+  const bool full_band = first + p.raster_group <= (along_n ? p.cn_tiles : p.cm_tiles);
   // Chosen field by field: choosing a reference to either struct instead changed the SASS of every kernel
   // (bench/tools/sass_diff.sh), unmeasured; this form is the one NOTES.md step 80 timed.
   const FastDivisor rows{full_band ? v.rows.d : v.last_rows.d, full_band ? v.rows.mul : v.last_rows.mul,
                          full_band ? v.rows.shift : v.last_rows.shift};
-  t.cn = rows.div(local);
-  t.cm = first + local - t.cn * rows.d;
+  const int along = rows.div(local);                // position along the band
+  const int across = first + local - along * rows.d;  // row (or column) of the band
+  t.cm = along_n ? along : across;
+  t.cn = along_n ? across : along;
   return t;
 }
 
@@ -92,7 +97,9 @@ struct WorkUnit {
 };
 
 // The sequence of units a cluster works on; the kernel's producer and consumers walk the same one.
-// Data-parallel phase: whole work items w = cluster_id, cluster_id + clusters, ... below dp_work.
+// Data-parallel phase: whole work items w = cluster_id, cluster_id + clusters, ... below dp_work. cluster_id is the
+// cluster's place in the order: its launch index, or its place in GPC order (kernels/common/cluster_places.hpp), in
+// both phases (NOTES.md step 127: GPC order's partial last wave and stream-K ranges ran 1-7 % slower by launch index).
 // Stream-K phase (p.sk_tiles > 0: the last sk_tiles tiles, which would otherwise leave the last wave partly empty,
 // or every tile of a grid they cannot fill): their sk_tiles x k_tiles k-iterations are cut into `clusters` equal
 // contiguous ranges, one per cluster. A range crosses tile boundaries: the piece of a tile that does not start at

@@ -357,6 +357,45 @@ TEST_F(HopperGpu, ATrimWhereRowsAreLiveIsCaught) {
 // The check itself must be able to fail: the right product with another bias (what a kernel reading the wrong
 // bias would write) is rejected far above the tolerance, and an output nothing wrote (still poisoned) is
 // rejected as unwritten.
+// GPC order (NOTES.md step 127): every clustered persistent configuration takes its work through the place table
+// that a calibration launch measured. In GPC order and in launch order each must be exact; a table that gives two
+// clusters one place (so one place's tiles are never computed) must be rejected by the verification. The shape
+// makes several waves, so that every place has tiles of its own.
+TEST_F(HopperGpu, TheGpcOrderIsExactAndARepeatedPlaceIsCaught) {
+  const GemmCase c{shape_of(2048, 4096, 512), "bf16", "nt", "none"};
+  std::mt19937_64 rng(5);
+  GemmProblem problem(c.shape, *lt_dtype(c.dtype), rng(), context_->stream(), 1, GemmVariant::of(c));
+  int ordered = 0;
+  for (ours::HopperConfig config : ours::cluster_configs()) {
+    if (!config.ordered_by_gpc() || config.stream_k) continue;   // (stream-K's owners would wait for the lost place)
+    for (const bool gpc : {true, false}) {
+      config.gpc_order = gpc;
+      const auto kernel = ours::make_hopper_kernel(config);
+      if (kernel->unsupported(c)) continue;
+      SCOPED_TRACE(kernel->identity(c));
+      for (const bool sabotage : {false, true}) {
+        if (sabotage && !gpc) continue;
+        std::optional<ours::KernelSabotage> hook;
+        if (sabotage) hook.emplace(ours::KernelSabotage::What::repeat_a_place);
+        const BoundLaunch launch = kernel->bind(problem);
+        problem.poison_output(context_->stream());
+        launch(context_->stream(), 0);
+        AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(context_->stream()));
+        const Comparison cmp = problem.check_output(context_->stream());
+        if (!sabotage) {
+          EXPECT_EQ(cmp.non_finite, 0) << cmp.describe(c.shape.n);
+          EXPECT_LE(cmp.max_rel_err, problem.tolerance()) << cmp.describe(c.shape.n);
+        } else {
+          // A lost place leaves whole tiles poisoned.
+          EXPECT_TRUE(cmp.non_finite > 0 || cmp.max_rel_err > 10 * problem.tolerance()) << cmp.describe(c.shape.n);
+        }
+      }
+      ordered += gpc;
+    }
+  }
+  EXPECT_GE(ordered, 8);
+}
+
 TEST_F(HopperGpu, TheCheckCatchesAWrongBiasAndAnUnwrittenOutput) {
   const GemmCase c{shape_of(256, 1024, 512), "bf16", "nt", "bias"};
   GemmProblem right(c.shape, *lt_dtype("bf16"), 11, context_->stream(), 1, GemmVariant::of(c));

@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "kernels/common/gemm_pick_model.hpp"
@@ -21,13 +22,15 @@ namespace aispflow::kernels {
 namespace {
 
 struct Params {
-  int batch = 1, cm_tiles = 1, cn_tiles = 1, raster_group = 8;
+  int batch = 1, cm_tiles = 1, cn_tiles = 1, raster_group = 8, raster_along_n = 0;
   int total_work = 0, sk_tiles = 0, k_tiles = 1, k_tiles_per_split = 1;
   WorkDivisors divisors;
 };
 
-Params grid(int batch, int cm_tiles, int cn_tiles, int k_tiles, int splits = 1, int sk_tiles = 0, int raster = 8) {
+Params grid(int batch, int cm_tiles, int cn_tiles, int k_tiles, int splits = 1, int sk_tiles = 0, int raster = 8,
+            bool along_n = false) {
   Params p;
+  p.raster_along_n = along_n ? 1 : 0;
   p.batch = batch;
   p.cm_tiles = cm_tiles;
   p.cn_tiles = cn_tiles;
@@ -36,19 +39,25 @@ Params grid(int batch, int cm_tiles, int cn_tiles, int k_tiles, int splits = 1, 
   p.k_tiles_per_split = (k_tiles + splits - 1) / splits;
   p.total_work = splits * batch * cm_tiles * cn_tiles;
   p.sk_tiles = sk_tiles;
-  p.divisors = WorkDivisors::of(batch, cm_tiles, cn_tiles, raster);
+  // (Bands across N: the host prepares the divisors with the two tile counts swapped, as bind() does.)
+  p.divisors = along_n ? WorkDivisors::of(batch, cn_tiles, cm_tiles, raster) : WorkDivisors::of(batch, cm_tiles, cn_tiles, raster);
   return p;
 }
 
 using TileKey = std::tuple<int, int, int, int>;   // split, batch, cm, cn
 TileKey key(const WorkTile& t) { return {t.split, t.batch, t.cm, t.cn}; }
 
-std::vector<std::vector<WorkUnit>> walk(const Params& p, int clusters) {
+// Every cluster's units, in the order of their places: `place` maps launch index to place (a permutation, as in
+// GPC order; empty: launch order). The kernel builds each cluster's schedule from its place.
+std::vector<std::vector<WorkUnit>> walk(const Params& p, int clusters, const std::vector<int>& place = {}) {
   std::vector<std::vector<WorkUnit>> units(static_cast<std::size_t>(clusters));
   for (int c = 0; c < clusters; ++c) {
-    WorkSchedule<Params> schedule(p, c, clusters);
+    // (Indexed by place, the id that stream-K's slots and flags use; a repeated place leaves another one empty.)
+    const int id = place.empty() ? c : place[std::size_t(c)];
+    WorkSchedule<Params> schedule(p, id, clusters);
     WorkUnit u;
-    while (schedule.next(u)) units[std::size_t(c)].push_back(u);
+    units[std::size_t(id)].clear();
+    while (schedule.next(u)) units[std::size_t(id)].push_back(u);
   }
   return units;
 }
@@ -81,8 +90,8 @@ std::string run_to_completion(const std::vector<std::vector<WorkUnit>>& units) {
 }
 
 // Every invariant the kernel relies on; "" when all hold, else the first that does not.
-std::string check(const Params& p, int clusters) {
-  const auto units = walk(p, clusters);
+std::string check(const Params& p, int clusters, const std::vector<int>& place = {}) {
+  const auto units = walk(p, clusters, place);
   std::map<TileKey, std::vector<int>> done;   // per tile: how often each k-tile was computed
   std::map<TileKey, std::set<int>> contributed;
   std::map<TileKey, std::set<int>> waited_for;
@@ -136,12 +145,36 @@ std::string check(const Params& p, int clusters) {
 }
 
 TEST(WorkSchedule, DataParallelVisitsEveryTileOnceInAnyRasterAndSplit) {
-  for (int raster : {1, 3, 8})
-    for (int splits : {1, 3})
-      for (int clusters : {1, 7, 66, 132}) {
-        const Params p = grid(2, 11, 5, 12, splits, 0, raster);
-        EXPECT_EQ(check(p, clusters), "") << "raster " << raster << " splits " << splits << " clusters " << clusters;
+  for (bool along_n : {false, true})
+    for (int raster : {1, 3, 8})
+      for (int splits : {1, 3})
+        for (int clusters : {1, 7, 66, 132}) {
+          const Params p = grid(2, 11, 5, 12, splits, 0, raster, along_n);
+          EXPECT_EQ(check(p, clusters), "") << "raster " << raster << " splits " << splits << " clusters " << clusters
+                                            << (along_n ? " bands across N" : "");
+        }
+}
+
+// GPC order (NOTES.md step 127): the clusters take their work by place. Any permutation of places must still visit
+// every item once, with or without stream-K, and keep stream-K free of deadlock; a table that repeats a place must
+// not pass.
+TEST(WorkSchedule, PlacesInAnyOrderVisitEveryTileOnce) {
+  for (int clusters : {7, 64, 66}) {
+    std::vector<int> reversed(static_cast<std::size_t>(clusters)), strided(reversed.size());
+    for (int c = 0; c < clusters; ++c) {
+      reversed[std::size_t(c)] = clusters - 1 - c;
+      strided[std::size_t(c)] = (c % 8) * ((clusters + 7) / 8) + c / 8;   // GPC-like: every 8th cluster together
+    }
+    if (clusters % 8 != 0) strided = reversed;   // (the strided map is a permutation only for multiples of 8)
+    for (const auto& place : {reversed, strided})
+      for (const Params& p : {grid(1, 16, 16, 64), grid(2, 11, 5, 12, 3, 0, 3, true), grid(1, 16, 16, 64, 1, 3)}) {
+        EXPECT_EQ(check(p, clusters, place), "") << "clusters " << clusters;
       }
+  }
+  std::vector<int> repeated(66);
+  for (int c = 0; c < 66; ++c) repeated[std::size_t(c)] = c;
+  repeated[1] = 0;
+  EXPECT_NE(check(grid(1, 16, 16, 64), 66, repeated), "");
 }
 
 TEST(WorkSchedule, LastWaveStreamKIsExactOwnedOnceAndDeadlockFree) {
@@ -230,9 +263,19 @@ TEST(FastDivisor, ARoundedDownOrShortShiftedReciprocalIsCaught) {
 }
 
 // decode_work's order is the plain-division rasterization it replaced (bands of raster_group cluster-rows, each
-// walked column by column; the last band keeps what is left of the rows), for every work item of many grids. The
-// comparison can fail: divisors prepared for another raster band give another order, and it sees that.
+// walked column by column; the last band keeps what is left of the rows), for every work item of many grids; with
+// raster_along_n, the same with rows and columns exchanged (bands of cluster-columns walked row by row). The
+// comparison can fail: divisors prepared for another raster band, or for the other direction, give another order,
+// and it sees that.
 WorkTile reference_decode(const Params& p, int w) {
+  if (p.raster_along_n) {
+    Params transposed = p;
+    std::swap(transposed.cm_tiles, transposed.cn_tiles);
+    transposed.raster_along_n = 0;
+    WorkTile t = reference_decode(transposed, w);
+    std::swap(t.cm, t.cn);
+    return t;
+  }
   const int per_split = p.batch * p.cm_tiles * p.cn_tiles, per_batch = p.cm_tiles * p.cn_tiles;
   WorkTile t;
   t.split = w / per_split;
@@ -260,11 +303,16 @@ TEST(WorkSchedule, DecodeMatchesThePlainDivisionOrder) {
       for (int cn : {1, 5, 23, 64})
         for (int raster : {1, 2, 3, 8, 16})
           for (int splits : {1, 2, 5})
-            EXPECT_EQ(decode_mismatches(grid(batch, cm, cn, 10, splits, 0, raster)), 0)
-                << "batch " << batch << " cm " << cm << " cn " << cn << " raster " << raster << " splits " << splits;
+            for (bool along_n : {false, true})
+              EXPECT_EQ(decode_mismatches(grid(batch, cm, cn, 10, splits, 0, raster, along_n)), 0)
+                  << "batch " << batch << " cm " << cm << " cn " << cn << " raster " << raster << " splits " << splits
+                  << (along_n ? " bands across N" : "");
   Params wrong = grid(2, 33, 23, 10, 2, 0, 8);
   wrong.divisors = WorkDivisors::of(2, 33, 23, 4);   // prepared for bands of 4
   EXPECT_GT(decode_mismatches(wrong), 0);
+  Params unswapped = grid(2, 33, 23, 10, 2, 0, 8, true);
+  unswapped.divisors = WorkDivisors::of(2, 33, 23, 8);   // bands across N with the divisors of bands across M
+  EXPECT_GT(decode_mismatches(unswapped), 0);
 }
 
 }  // namespace

@@ -117,7 +117,7 @@ __device__ __forceinline__ std::uint32_t pack_bf16x2(float lo, float hi) {
 template <bool Fp8, int BM, int BN, bool BMnMajor, bool PingPong, int PromoteEvery>
 __global__ void __launch_bounds__(kThreads, 1)
     hopper_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                       const __grid_constant__ CUtensorMap map_c, const HopperParams p) {
+                       const __grid_constant__ CUtensorMap map_c, const __grid_constant__ HopperParams p) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   HOPPER_TIMELINE_ENTRY();   // (the timeline build's experiments: e.g. CTAs held back at entry)
   using Shape = HopperShape<Fp8, BM, BN>;
@@ -174,7 +174,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int readers = PingPong || second_idle ? 1 : 2;
   const int rank = int(cluster_cta_rank());
   const int rank_m = rank % p.cluster_m, rank_n = rank / p.cluster_m;
-  const int cluster_id = cluster_index();   // blockIdx.x / cluster_size: clusters run along x
+  // The cluster's place in the work order: its launch index (blockIdx.x / cluster_size: clusters run along x), or
+  // the host's permutation of it (p.cluster_place: GPC order). (p is a __grid_constant__ so that the table is read
+  // from the parameter bank, not copied to local memory.) Asked where each role builds its schedule: a value kept
+  // from here to the consumers' start cost fp8 128 x 192 a spill (NOTES.md step 127).
+  auto work_place = [&p] { return p.places > 0 ? int(p.cluster_place[cluster_index()]) : cluster_index(); };
   const int clusters = cluster_count();
 
   // ---------------- producer (thread 0) ----------------
@@ -219,7 +223,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
   };
-  WorkSchedule producer_schedule(p, cluster_id, clusters);
+  WorkSchedule producer_schedule(p, work_place(), clusters);
   WorkUnit unit;
   bool has_unit = false;
   int pre_issued = 0;   // stages loaded before the CTA barrier (a lone CTA: its barriers are its own)
@@ -323,7 +327,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const std::uint32_t desc_a0_lo = std::uint32_t(desc_a0), desc_b0_lo = std::uint32_t(desc_b0);
     const std::uint64_t desc_hi_a = desc_a0 & ~std::uint64_t(0xFFFFFFFF), desc_hi_b = desc_b0 & ~std::uint64_t(0xFFFFFFFF);
     int local = 0;   // index of the unit among this CTA's, in the producer's order
-    WorkSchedule schedule(p, cluster_id, clusters);
+    WorkSchedule schedule(p, work_place(), clusters);
     WorkUnit unit;
     for (; schedule.next(unit); ++local) {
       const WorkTile& t = unit.t;

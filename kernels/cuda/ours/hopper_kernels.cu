@@ -22,6 +22,8 @@
 #include "kernels/cuda/device.hpp"
 #include "kernels/cuda/device_buffer.hpp"
 #include "kernels/cuda/epilogue.cuh"
+#include "kernels/common/cluster_places.hpp"
+#include "kernels/cuda/ours/cluster_calibration.hpp"
 #include "kernels/cuda/ours/hopper_params.hpp"
 #include "kernels/cuda/ours/padded_operands.hpp"
 
@@ -184,7 +186,9 @@ class HopperGemm final : public OurKernel {
                   config_.family.c_str(), c.dtype.c_str(), c.layout.c_str(), config_.block_m, config_.block_n,
                   config_.block_k(),
                   stages(), config_.cluster_m, config_.cluster_n,
-                  config_.persistent ? ("persistent raster " + std::to_string(config_.raster_group)).c_str()
+                  config_.persistent ? ("persistent raster " + std::to_string(config_.raster_group) +
+                                        (config_.bands_across_n() ? " cluster-columns" : "") +
+                                        (config_.ordered_by_gpc() ? " in GPC order" : "")).c_str()
                                      : "one tile per CTA",
                   splits_that_run(c.shape), config_.block_n, config_.fp8 ? 32 : 16, mn ? "MN" : "K",
                   config_.cluster_m * config_.cluster_n > 1 ? ", cluster multicast" : "",
@@ -214,6 +218,10 @@ class HopperGemm final : public OurKernel {
     // Every stream-K configuration also shares all tiles where split-K would otherwise run (small_grid_tiles).
     if (config_.stream_k) j["stream_k_small_grid"] = true;
     if (config_.staggered_promotion) j["promotion_stagger"] = promotion_stagger();
+    if (config_.persistent && config_.cluster_m * config_.cluster_n > 1) {
+      j["work_order"] = config_.gpc_order ? "gpc" : "launch";
+      j["bands"] = config_.bands_across_n() ? "cluster_columns" : "cluster_rows";
+    }
     // At M <= 64 a stage loads a 64-row A box (trims_a_box): the pick model prices the rows a stage loads.
     j["a_box_trim"] = a_box_trim_capable(config_.block_m, config_.ping_pong());
     return j;
@@ -270,7 +278,10 @@ class HopperGemm final : public OurKernel {
     if (p.splits != int(ceil_div(p.k_tiles, p.k_tiles_per_split))) throw std::logic_error("split-K count disagrees");
     p.total_work = p.splits * p.batch * p.cm_tiles * p.cn_tiles;
     p.raster_group = config_.raster_group;
-    p.divisors = WorkDivisors::of(p.batch, p.cm_tiles, p.cn_tiles, p.raster_group);
+    const bool across_n = config_.ordered_by_gpc() && config_.bands_across_n();
+    p.raster_along_n = across_n ? 1 : 0;
+    p.divisors = across_n ? WorkDivisors::of(p.batch, p.cn_tiles, p.cm_tiles, p.raster_group)
+                          : WorkDivisors::of(p.batch, p.cm_tiles, p.cn_tiles, p.raster_group);
     p.promotion_stagger = promotion_stagger();
     const bool trim_a = trims_a_box(s) || (KernelSabotage::active(KernelSabotage::What::trim_live_rows_of_a) &&
                                             a_box_trim_capable(config_.block_m, config_.ping_pong()));
@@ -309,6 +320,18 @@ class HopperGemm final : public OurKernel {
         p.sk_flags = plan->sk_flags.as<int>();
         p.sk_skip_fixup = KernelSabotage::active(KernelSabotage::What::skip_stream_k_fix_up) ? 1 : 0;
       }
+    }
+
+    if (config_.ordered_by_gpc() && clusters <= kMaxPlaces) {
+      std::vector<int> place = measured_gpc_places(cluster, clusters, std::size_t(plan->instance.smem_bytes));
+      // (Test hook: two clusters given one place, one place none, past the check below.)
+      const bool repeat = KernelSabotage::active(KernelSabotage::What::repeat_a_place) && place.size() > 1;
+      if (const std::string error = place_table_error(place); !error.empty() || int(place.size()) != clusters)
+        throw std::logic_error(config_.name() + ": the GPC order's place table is not a permutation of the " +
+                               std::to_string(clusters) + " clusters: " + error);
+      if (repeat) place[1] = place[0];
+      p.places = clusters;
+      for (int i = 0; i < clusters; ++i) p.cluster_place[i] = std::uint8_t(place[std::size_t(i)]);
     }
 
     const CUtensorMapDataType ab = config_.fp8 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
@@ -444,18 +467,20 @@ std::string HopperConfig::name() const {
          "x" + std::to_string(cluster_n) + (persistent ? "_persistent" : "") +
          (split_k > 0 ? "_splitk" + std::to_string(split_k) : "") + (schedule == "cooperative" ? "" : "_" + schedule) + (stream_k ? "_sk" : "") +
          (promotion_interval > 1 ? "_promote" + std::to_string(promotion_interval) : "") +
-         (staggered_promotion ? "_stagger" : "");
+         (staggered_promotion ? "_stagger" : "") +
+         (!gpc_order && persistent && cluster_m * cluster_n > 1 ? "_launchorder" : "");
 }
 
 namespace {
 // Live hooks per kind: one counter per enumerator, chosen by a switch without a default, so that a new kind
 // without its counter is a compiler warning (-Wswitch) rather than an array indexed past its end.
 std::atomic<int>& live_hooks(KernelSabotage::What what) {
-  static std::atomic<int> skip_fix_up{0}, trim_rows{0}, without_cluster{0};
+  static std::atomic<int> skip_fix_up{0}, trim_rows{0}, without_cluster{0}, repeat_place{0};
   switch (what) {
     case KernelSabotage::What::skip_stream_k_fix_up: return skip_fix_up;
     case KernelSabotage::What::trim_live_rows_of_a: return trim_rows;
     case KernelSabotage::What::launch_without_cluster: return without_cluster;
+    case KernelSabotage::What::repeat_a_place: return repeat_place;
   }
   std::abort();   // not a KernelSabotage::What
 }
@@ -480,73 +505,78 @@ std::vector<std::unique_ptr<OurKernel>> wgmma_kernels() {
 // ours.cluster: the same mainloop, persistent over a rasterized tile order, clusters multicasting the shared
 // operand (2x1: B, 1x2: A, 2x2: both), split-K for skinny shapes. `autotune` tries every configuration that
 // can run a case; pick_cluster() chooses one without a search.
-std::vector<std::unique_ptr<OurKernel>> cluster_kernels() {
-  std::vector<std::unique_ptr<OurKernel>> out;
+std::vector<HopperConfig> cluster_configs() {
+  std::vector<HopperConfig> out;
   const std::pair<int, int> clusters[] = {{2, 1}, {1, 2}, {2, 2}, {1, 1}};
   for (int bn : {256, 192, 128})
-    for (auto [cm, cn] : clusters) out.push_back(make_hopper_kernel({"ours.cluster", false, bn, cm, cn, true, 8, 0}));
+    for (auto [cm, cn] : clusters) out.push_back({"ours.cluster", false, bn, cm, cn, true, 8, 0});
   // The ping-pong schedule: 128 x 128 tiles, one per consumer warpgroup at a time.
   for (auto [cm, cn] : clusters)
-    out.push_back(make_hopper_kernel({"ours.cluster", false, 128, cm, cn, true, 8, 0, "pingpong"}));
+    out.push_back({"ours.cluster", false, 128, cm, cn, true, 8, 0, "pingpong"});
   // 256 x 128 tiles (bf16): each consumer warpgroup 128 rows x 128 columns, two m64n128 wgmmas per k-step, the
   // tile cuBLASLt's heuristic runs at 4096^3 (NOTES.md step 17).
   for (auto [cm, cn] : clusters) {
     HopperConfig tall{"ours.cluster", false, 128, cm, cn, true, 8, 0};
     tall.block_m = 256;
-    out.push_back(make_hopper_kernel(tall));
+    out.push_back(tall);
   }
   // fp8 promotes each k-tile through a second accumulator set: block N 256 would not fit (hopper_instances_fp8.cu).
   for (int bn : {192, 128})
-    for (auto [cm, cn] : clusters) out.push_back(make_hopper_kernel({"ours.cluster", true, bn, cm, cn, true, 8, 0}));
+    for (auto [cm, cn] : clusters) out.push_back({"ours.cluster", true, bn, cm, cn, true, 8, 0});
   // fp8 promoting every 4 k-tiles (512 K), with and without stream-K (every 2 was slower than every 4 on each
   // shape measured, NOTES.md step 16).
   for (int interval : {4})
     for (int bn : {192, 128})
       for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}})
         for (bool sk : {false, true})
-          out.push_back(
-              make_hopper_kernel({"ours.cluster", true, bn, cm, cn, true, 8, 0, "cooperative", sk, interval}));
+          out.push_back({"ours.cluster", true, bn, cm, cn, true, 8, 0, "cooperative", sk, interval});
   // fp8 promoting every 8 k-tiles (1024 K): half the drains of promote4 (NOTES.md step 43: the drains are most of
   // what fp8 loses to the tensor pipe), more rounding in the tensor cores' partial sums, which the verification
   // bounds with the same fp8 tolerance as every other configuration.
   for (int bn : {192, 128})
     for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}})
-      out.push_back(make_hopper_kernel({"ours.cluster", true, bn, cm, cn, true, 8, 0, "cooperative", false, 8}));
+      out.push_back({"ours.cluster", true, bn, cm, cn, true, 8, 0, "cooperative", false, 8});
   // The same, the two consumer warpgroups promoting half an interval apart (NOTES.md step 21).
   for (int bn : {192, 128})
     for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}}) {
       HopperConfig staggered{"ours.cluster", true, bn, cm, cn, true, 8, 0, "cooperative", false, 4};
       staggered.staggered_promotion = true;
-      out.push_back(make_hopper_kernel(staggered));
+      out.push_back(staggered);
     }
   // 128 x 64 tiles (NOTES.md step 22): they fill grids that wider tiles leave half empty (128 x 8192 x 8192 and
   // 1000^3 make 128 tiles, one wave, where 128 x 128 makes 64 and splits K), and win there by 5-24 %. Built for
   // decode, where they measured slower than 128 x 192 with split-K. bf16 (B either way) and fp8 promote4.
-  // The bf16 tile alone and in 2x1 pairs walks bands of 2 tile rows instead of 8: its CTAs then read 28 % fewer
-  // L2 sectors for the same loads at 1000 x 1000 x 1008 (nn), 12 % faster, and 2048^3 runs 7-11 % faster; equal
-  // at 128 x 8192 x 8192, K = 256 and fp8 1000^3. The 1x2 pair, whose band 2 lost at 2048^3, keeps 8 (NOTES.md
-  // step 93).
+  // The bf16 tile alone walks bands of 2 tile rows instead of 8: its CTAs then read 28 % fewer L2 sectors for the
+  // same loads at 1000 x 1000 x 1008 (nn), 12 % faster, and 2048^3 runs 7-11 % faster; equal at 128 x 8192 x 8192,
+  // K = 256 and fp8 1000^3. The 1x2 pair, whose band 2 lost at 2048^3, keeps 8 (NOTES.md step 93). The 2x1 pair,
+  // in GPC order (bands of cluster-columns), takes bands of 16: 5-15 % faster than bands of 2 there at 1000 x 1000
+  // x 1008 (nn) and 4096^3, equal at 2048^3 (NOTES.md step 127).
   for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}, std::pair{1, 2}}) {
-    const int band = cn == 1 ? 2 : 8;
-    out.push_back(make_hopper_kernel({"ours.cluster", false, 64, cm, cn, true, band, 0}));
+    const int band = cm == 2 ? 16 : cn == 1 ? 2 : 8;
+    out.push_back({"ours.cluster", false, 64, cm, cn, true, band, 0});
   }
   for (auto [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}})
-    out.push_back(make_hopper_kernel({"ours.cluster", true, 64, cm, cn, true, 8, 0, "cooperative", false, 4}));
+    out.push_back({"ours.cluster", true, 64, cm, cn, true, 8, 0, "cooperative", false, 4});
   // 128 x 32 tiles (NOTES.md step 44), for decode: the tile cuBLASLt's decode kernels run (32 of N by the 64 rows
   // of M). At N = 2880 they make 90 tiles, a wave without split-K, where 128 x 64 makes 45 and splits K in two
   // (fp32 partials, a reduce kernel). Alone or as a 1x2 pair multicasting A (every CTA reads all of A from L2).
   // B K-major only (layout nt; fp8 is always K-major).
   for (auto [cm, cn] : {std::pair{1, 1}, std::pair{1, 2}}) {
-    out.push_back(make_hopper_kernel({"ours.cluster", false, 32, cm, cn, true, 8, 0}));
-    out.push_back(make_hopper_kernel({"ours.cluster", true, 32, cm, cn, true, 8, 0, "cooperative", false, 4}));
+    out.push_back({"ours.cluster", false, 32, cm, cn, true, 8, 0});
+    out.push_back({"ours.cluster", true, 32, cm, cn, true, 8, 0, "cooperative", false, 4});
   }
   // Stream-K for the last wave, on the clusters that win large shapes (2x1) and without a cluster.
   for (int bn : {256, 192, 128})
     for (auto [cm, cn] : {std::pair{2, 1}, std::pair{1, 1}})
-      out.push_back(make_hopper_kernel({"ours.cluster", false, bn, cm, cn, true, 8, 0, "cooperative", true}));
+      out.push_back({"ours.cluster", false, bn, cm, cn, true, 8, 0, "cooperative", true});
   for (int bn : {192, 128})
     for (auto [cm, cn] : {std::pair{2, 1}, std::pair{1, 1}})
-      out.push_back(make_hopper_kernel({"ours.cluster", true, bn, cm, cn, true, 8, 0, "cooperative", true}));
+      out.push_back({"ours.cluster", true, bn, cm, cn, true, 8, 0, "cooperative", true});
+  return out;
+}
+std::vector<std::unique_ptr<OurKernel>> cluster_kernels() {
+  std::vector<std::unique_ptr<OurKernel>> out;
+  for (const HopperConfig& config : cluster_configs()) out.push_back(make_hopper_kernel(config));
   return out;
 }
 

@@ -40,11 +40,25 @@ struct HopperConfig {
   // warpgroup's drain (wait for its wgmmas, add into fp32) falls while the other still has wgmmas queued.
   // Without it both drain at the same k-tile and the tensor pipe idles (NOTES.md step 21).
   bool staggered_promotion = false;
+  // The work order of persistent clusters of two or more CTAs (NOTES.md steps 126-127). In GPC order, the clusters
+  // that share a GPC take consecutive places in the order (a calibration launch learns where the hardware puts
+  // them: kernels/common/cluster_places.hpp), and the bands run so that consecutive places share the operand the
+  // cluster does not multicast: bands of cluster-columns, walked row by row, where the cluster shares B (2x1),
+  // else bands of cluster-rows walked column by column. GPC-mates then ask the L2 for the same lines at the same
+  // time, and the L2 serves fewer requests (cuBLASLt's nvjet kernels are ordered so). false: launch order, bands of
+  // cluster-rows (the order before step 127; "_launchorder" in the name).
+  bool gpc_order = true;
+  // The bands' direction that GPC order takes (above).
+  bool bands_across_n() const { return gpc_order && cluster_m > cluster_n; }
+  // Whether the work order applies at all: persistent clusters of two or more (a 1x1 configuration launches as a
+  // plain grid, whose CTAs the hardware already places GPC by GPC: NOTES.md step 94).
+  bool ordered_by_gpc() const { return gpc_order && persistent && cluster_m * cluster_n > 1; }
   bool ping_pong() const { return schedule == "pingpong"; }
   // Elements of K per k-tile: one 128-byte row (128 fp8 or 64 bf16).
   int block_k() const { return fp8 ? 128 : 64; }
 
-  // "128x256x64_c2x1_persistent" (+ "_pingpong", "_sk", "_promote4", "_stagger"): how options and tables name it.
+  // "128x256x64_c2x1_persistent" (+ "_pingpong", "_sk", "_promote4", "_stagger", "_launchorder"): how options and
+  // tables name it.
   std::string name() const;
 };
 
@@ -57,9 +71,11 @@ std::unique_ptr<OurKernel> make_hopper_kernel(const HopperConfig& config);
 //                         rather than wait for peers that do not exist);
 //   trim_live_rows_of_a:  a stage loads A's first 64 rows even where M > 64 makes rows 64-127 live (the trim of
 //                         NOTES.md step 26 applied where it is wrong: consumer warpgroup 1 reads stale rows).
+//   repeat_a_place:       in GPC order, cluster 1 takes cluster 0's place in the work order (a place table that is
+//                         not a permutation: one place's tiles are done twice, another's never).
 class KernelSabotage {
  public:
-  enum class What { skip_stream_k_fix_up, trim_live_rows_of_a, launch_without_cluster };
+  enum class What { skip_stream_k_fix_up, trim_live_rows_of_a, launch_without_cluster, repeat_a_place };
   explicit KernelSabotage(What what);
   ~KernelSabotage();
   KernelSabotage(const KernelSabotage&) = delete;
@@ -73,6 +89,8 @@ class KernelSabotage {
 // The configuration lists of the two providers, default first per dtype (docs/nodes.md lists them).
 std::vector<std::unique_ptr<OurKernel>> wgmma_kernels();
 std::vector<std::unique_ptr<OurKernel>> cluster_kernels();
+// ours.cluster's list as configurations (cluster_kernels() makes one kernel of each), for probes that vary them.
+std::vector<HopperConfig> cluster_configs();
 // The configuration each provider runs for a case without autotuning: an index into the list above.
 std::size_t pick_wgmma(const std::vector<std::unique_ptr<OurKernel>>& list, const GemmCase& c);
 std::size_t pick_cluster(const std::vector<std::unique_ptr<OurKernel>>& list, const GemmCase& c);

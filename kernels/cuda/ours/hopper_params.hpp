@@ -21,6 +21,7 @@ constexpr int kStoreRows = 16;        // rows of C one TMA store writes: one war
 // tensor map stores boxes of it.
 constexpr int epilogue_chunk_cols(int block_n) { return block_n < kChunkCols ? block_n : kChunkCols; }
 constexpr int kSmemLimit = 232448;    // 227 KB: the most one Hopper CTA can have
+constexpr int kMaxPlaces = 256;       // clusters a place table covers (HopperParams::cluster_place)
 
 // Runtime parameters of one launch.
 struct HopperParams {
@@ -50,6 +51,13 @@ struct HopperParams {
   // past M in every tile, so it computes and stores nothing (the stage barriers count one reader). In a 1x2
   // cluster each CTA loads a_box_rows / 2 of them and multicasts them.
   int a_box_rows = 0;
+  // The work order's geometry (NOTES.md step 126). raster_along_n: bands of raster_group cluster-columns walked row
+  // by row (consecutive work items share A rows), instead of bands of cluster-rows walked column by column (they
+  // share B columns). places > 0: cluster i of the launch takes place cluster_place[i] in the work order (a
+  // permutation, kernels/common/cluster_places.hpp: GPC order), else place i.
+  int raster_along_n = 0;
+  int places = 0;
+  std::uint8_t cluster_place[kMaxPlaces] = {};
 };
 
 struct HopperLaunchArgs {
