@@ -140,7 +140,7 @@ const PickConstants& h100_pick_constants() {
     k.cluster4_cost_bf16 = 0.067362790824737492;
     k.cluster2_cost_fp8 = 0.12742133265402772;
     k.cluster4_cost_fp8 = 0.20339043831955275;
-    k.cluster_1x2_extra = 0.041165120831770409;
+    k.cluster_1x2_extra = -0.0125;
     k.item_overhead_ktiles = 16;   // the top of its range
     // A cluster's work item starts later than a lone CTA's (its cluster barrier; a lone CTA issues its first
     // loads before its CTA barrier, NOTES.md step 40): what decode's short items show.
