@@ -109,17 +109,13 @@ std::vector<PickEvidence> read_pick_evidence_dir(const std::string& dir) {
 }
 
 const std::vector<std::string>& h100_pick_evidence_runs() {
-  // The constants' fit (run-655c061: the kernel of NOTES.md step 80, work decoding by multiplies) and, held out, the
-  // kernels picked for since: step 108's (fp8 128 x 192 intervals release each stage at once; run-cb3b65f and
-  // run-71c87f0, whose change was the tensor-pipe probe's alone) and step 114's (a lone CTA fills at most 4 stages
-  // before its barrier; run-9e57c21). Steps 105 (cheaper clusters) and 108 re-ranked configurations, so their runs
-  // started new lists (docs/kernels.md); step 114 changes only lone CTAs of more than 4 stages, and its run replaced
-  // step 108's rerun (rerun-cb3b65f, archived in superseded-runs-13.tar.xz). A re-fit on run-cb3b65f picked one
-  // more of rerun-cb3b65f's 61 records (59 against 58) with the same workflow miss, and 52-54 of 61 on the earlier
-  // kernels' runs, where the committed constants pick 57-60; so the committed constants stay. The runs of earlier
-  // kernels are archived as what those kernels measured (issue22/README.md).
-  static const std::vector<std::string> runs = {"issue22/run-655c061", "issue22/run-cb3b65f", "issue22/run-71c87f0",
-                                                "issue22/run-9e57c21"};
+  // The kernel the constants pick for: step 127's (GPC order: 1x2 pairs 1-26 % faster, 2x1 pairs 0-4 %), which
+  // re-ranked configurations, so its runs start a new list (as steps 105 and 108 did): run-8a141a2, on which
+  // cluster_1x2_extra was re-fitted (a scan: 60 of 61 within 3 % from -0.05 to -0.003, 58 at its previous 0.041;
+  // the other constants are run-655c061's fit), and, held out, rerun-8a141a2 (the same bundle in the next call: 60
+  // of 61). The runs of earlier kernels are archived as what those kernels measured (issue22/README.md,
+  // superseded-runs-14.tar.xz: run-655c061, run-cb3b65f, run-71c87f0, run-9e57c21).
+  static const std::vector<std::string> runs = {"issue22/run-8a141a2", "issue22/rerun-8a141a2"};
   return runs;
 }
 

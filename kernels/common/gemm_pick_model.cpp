@@ -107,8 +107,12 @@ nlohmann::json to_json(const PickConstants& c) {
 // 42 of 43 in each (fp8 decode_mlp at 0.970 and 0.964; fp8 4096 x 2880 x 2880 at 0.965); a re-fit on run-cb3b65f
 // picks 59 of the rerun's 61 with the same workflow miss, and 52-54 of 61 on the earlier kernels' runs, so these
 // stay. On step 114's (a lone CTA fills at most 4 stages before its barrier; issue22/run-9e57c21): 60 of 61 and 42
-// of 43 (bf16 4096 x 2880 x 2880 nn at 0.969). run-f5af5e8, run-4b2a545, run-f36b47f, run-b979f0c, run-de0ae52, run-9b8b889, run-3a70431 and rerun-ea657ed
-// are archived.
+// of 43 (bf16 4096 x 2880 x 2880 nn at 0.969). Step 127 (GPC order: the clusters of one GPC take neighbouring
+// tiles) made 1x2 pairs 1-26 % faster and 2x1 pairs 0-4 %: with cluster_1x2_extra at its fit of 0.041, 58 of
+// issue22/run-8a141a2's 61 (41 of 43: bf16 moe_down and 4096 x 2880 x 2880 nn, both won by a 1x2 pair); scanned
+// alone (fit_pick_model --scan), -0.05 to -0.003 pick 60 of 61 (all 43), so it is -0.0125: a 1x2 pair in GPC order
+// costs no more than a 2x1. Held out on rerun-8a141a2: 60 of 61, all 43 (fp8 3000 x 5000 x 2001 at 0.960). Every
+// run named here but run-8a141a2 and rerun-8a141a2 is archived (issue22/README.md).
 // Earlier fits had several basins (penalties 20-100, seeds 11-12: tile efficiencies up to 15 % apart, 54-56 of 61).
 const PickConstants& h100_pick_constants() {
   static const PickConstants c = [] {
@@ -140,7 +144,7 @@ const PickConstants& h100_pick_constants() {
     k.cluster4_cost_bf16 = 0.067362790824737492;
     k.cluster2_cost_fp8 = 0.12742133265402772;
     k.cluster4_cost_fp8 = 0.20339043831955275;
-    k.cluster_1x2_extra = -0.0125;
+    k.cluster_1x2_extra = -0.0125;   // re-fitted on step 127's kernel (above)
     k.item_overhead_ktiles = 16;   // the top of its range
     // A cluster's work item starts later than a lone CTA's (its cluster barrier; a lone CTA issues its first
     // loads before its CTA barrier, NOTES.md step 40): what decode's short items show.
