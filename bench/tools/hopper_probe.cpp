@@ -255,26 +255,20 @@ int main(int argc, char** argv) {
   // order (bands of 8 cluster-rows, as before step 127) and in GPC order with bands of 4-16. Filter "launchorder":
   // every clustered persistent configuration of the autotune list also in launch order, beside the list's own.
   if (filter.find("gpcband") != std::string::npos) {
-    auto ordered = [](ours::HopperConfig c, bool gpc, int band) {
-      c.family = "gpcband";
-      c.gpc_order = gpc;
-      c.raster_group = band;
-      return c;
+    // bf16 128 x 256 (B multicast), 256 x 128 (A multicast), 128 x 192 (N = 2880), fp8 128 x 128 promote8, and bf16
+    // 128 x 64 in 2x1 pairs, whose launch order walks bands of 2 (NOTES.md step 93).
+    const std::pair<ours::HopperConfig, int> pairs[] = {
+        {{"", false, 256, 2, 1, true, 8, 0}, 8},         {tall({"", false, 128, 1, 2, true, 8, 0}), 8},
+        {{"", false, 192, 2, 1, true, 8, 0}, 8},         {promoting({"", true, 128, 2, 1, true, 8, 0}, 8), 8},
+        {{"", false, 64, 2, 1, true, 8, 0}, 2},
     };
-    const ours::HopperConfig pairs[] = {
-        {"", false, 256, 2, 1, true, 8, 0},                                  // bf16 128 x 256, B multicast
-        tall({"", false, 128, 1, 2, true, 8, 0}),                            // bf16 256 x 128, A multicast
-        {"", false, 192, 2, 1, true, 8, 0},                                  // bf16 128 x 192 (N = 2880)
-        promoting({"", true, 128, 2, 1, true, 8, 0}, 8),                     // fp8 128 x 128 promote8
-    };
-    for (const auto& base : pairs) {
-      kernels.push_back(ours::make_hopper_kernel(ordered(base, false, 8)));
-      for (int band : {4, 8, 11, 16}) kernels.push_back(ours::make_hopper_kernel(ordered(base, true, band)));
+    for (auto [base, launch_band] : pairs) {
+      base.gpc_order = false;
+      add_bands("gpcband", base, {launch_band});
+      base.gpc_order = true;
+      add_bands("gpcband", base, base.block_n == 64 ? std::initializer_list<int>{2, 4, 8, 16}
+                                                    : std::initializer_list<int>{4, 8, 11, 16});
     }
-    // bf16 128 x 64 in 2x1 pairs, whose launch order walks bands of 2 (NOTES.md step 93)
-    const ours::HopperConfig narrow{"", false, 64, 2, 1, true, 2, 0};
-    kernels.push_back(ours::make_hopper_kernel(ordered(narrow, false, 2)));
-    for (int band : {2, 4, 8, 16}) kernels.push_back(ours::make_hopper_kernel(ordered(narrow, true, band)));
   }
   if (filter.find("launchorder") != std::string::npos) {
     for (ours::HopperConfig c : ours::cluster_configs())

@@ -1,36 +1,31 @@
 #include "kernels/common/cluster_places.hpp"
 
+#include <map>
 #include <stdexcept>
 
 namespace aispflow::kernels {
 
 std::vector<int> gpc_cluster_places(const std::vector<int>& cluster_sm, const std::vector<int>& sm_group) {
-  const int clusters = int(cluster_sm.size());
-  // Groups in the order their first cluster appears; unknown SMs form the last group.
-  std::vector<int> group_rank(sm_group.size() + 1, -1);
-  std::vector<int> group_of(static_cast<std::size_t>(clusters));
-  int groups = 0;
-  for (int i = 0; i < clusters; ++i) {
-    const int sm = cluster_sm[std::size_t(i)];
+  // Each cluster's group: the GPCs numbered in the order their first cluster appears, unknown SMs last.
+  std::map<int, int> rank_of_gpc;
+  std::vector<int> group_of;
+  for (std::size_t i = 0; i < cluster_sm.size(); ++i) {
+    const int sm = cluster_sm[i];
     if (sm < 0 || sm >= int(sm_group.size()))
       throw std::invalid_argument("cluster " + std::to_string(i) + " ran on SM " + std::to_string(sm) +
                                   ", outside the " + std::to_string(sm_group.size()) + " SMs calibrated");
-    const int g = sm_group[std::size_t(sm)];
-    if (g >= 0) {
-      if (std::size_t(g) >= group_rank.size()) group_rank.resize(std::size_t(g) + 1, -1);
-      if (group_rank[std::size_t(g)] < 0) group_rank[std::size_t(g)] = groups++;
-      group_of[std::size_t(i)] = group_rank[std::size_t(g)];
-    } else {
-      group_of[std::size_t(i)] = -1;
-    }
+    const int gpc = sm_group[std::size_t(sm)];
+    group_of.push_back(gpc < 0 ? -1 : rank_of_gpc.emplace(gpc, int(rank_of_gpc.size())).first->second);
   }
-  for (int i = 0; i < clusters; ++i)
-    if (group_of[std::size_t(i)] < 0) group_of[std::size_t(i)] = groups;   // unknown: last
-  std::vector<int> place(static_cast<std::size_t>(clusters));
+  const int unknown = int(rank_of_gpc.size());
+  for (int& g : group_of)
+    if (g < 0) g = unknown;
+  // Places: group by group, launch order within a group.
+  std::vector<int> place(group_of.size());
   int next = 0;
-  for (int g = 0; g <= groups; ++g)
-    for (int i = 0; i < clusters; ++i)
-      if (group_of[std::size_t(i)] == g) place[std::size_t(i)] = next++;
+  for (int g = 0; g <= unknown; ++g)
+    for (std::size_t i = 0; i < group_of.size(); ++i)
+      if (group_of[i] == g) place[i] = next++;
   return place;
 }
 

@@ -2,7 +2,8 @@
 // that gives the clusters of one GPC consecutive places, and the check bind() makes of any table.
 #include <gtest/gtest.h>
 
-#include <algorithm>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "kernels/common/cluster_places.hpp"

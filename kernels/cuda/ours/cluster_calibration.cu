@@ -10,13 +10,15 @@
 #include "kernels/common/cluster_places.hpp"
 #include "kernels/cuda/check.hpp"
 #include "kernels/cuda/cluster_launch.hpp"
+#include "kernels/cuda/device.hpp"
+#include "kernels/cuda/ours/hopper_params.hpp"
 
 namespace aispflow::kernels::cuda::ours {
 namespace {
 
 // Each CTA writes the SM it runs on. It holds the shared memory it is launched with until every CTA of the grid
-// has written (the host launches no more CTAs than fit at once; 50 ms at most), so that no SM frees up and takes a second CTA:
-// the placement is that of a grid whose CTAs all run together, as the persistent GEMM's do.
+// has written (the host launches no more CTAs than fit at once; 50 ms at most), so that no SM frees up and takes a
+// second CTA: the placement is that of a grid whose CTAs all run together, as the persistent GEMM's do.
 __global__ void record_sm_kernel(int* sm_of_cta, unsigned* written, unsigned ctas) {
   if (threadIdx.x == 0) {
     unsigned sm;
@@ -31,13 +33,6 @@ __global__ void record_sm_kernel(int* sm_of_cta, unsigned* written, unsigned cta
       asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
     } while (atomicAdd(written, 0u) < ctas && now - start < 50000000ull);
   }
-}
-
-int sm_count() {
-  int device = 0, count = 0;
-  AISPFLOW_CUDA_CHECK(cudaGetDevice(&device));
-  AISPFLOW_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-  return count;
 }
 
 // The SM of each CTA of one launch of `ctas` CTAs in clusters of `cluster_size`, `threads` each.
@@ -57,9 +52,12 @@ std::vector<int> record_placement(unsigned ctas, unsigned threads, std::size_t s
   return out;
 }
 
-// sm_group[s]: the GPC of SM s (numbered by the big clusters that ran there), -1 where none ran.
-std::vector<int> gpc_groups(std::size_t smem_bytes) {
-  std::vector<int> group(std::size_t(sm_count()), -1);
+// sm_group[s]: the GPC of SM s (numbered by the big clusters that ran there), -1 where none ran. A property of the
+// device, measured once per device; `smem_bytes` (more than half an SM's) keeps one CTA on each SM.
+const std::vector<int>& gpc_groups(int device, std::size_t smem_bytes) {
+  static std::map<int, std::vector<int>> known;   // (the caller holds measured_gpc_places' lock)
+  if (const auto it = known.find(device); it != known.end()) return it->second;
+  std::vector<int> group(std::size_t(system_info().devices.at(std::size_t(device)).sm_count), -1);
   AISPFLOW_CUDA_CHECK(cudaFuncSetAttribute(record_sm_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   for (unsigned size : {16u, 8u}) {
     const ClusterLaunchConfig probe(size * unsigned(group.size()), 32, smem_bytes, size, true);
@@ -72,7 +70,7 @@ std::vector<int> gpc_groups(std::size_t smem_bytes) {
     for (std::size_t cta = 0; cta < sms.size(); ++cta) group[std::size_t(sms[cta])] = int(cta / size);
     break;
   }
-  return group;
+  return known[device] = group;
 }
 
 }  // namespace
@@ -86,8 +84,9 @@ std::vector<int> measured_gpc_places(int cluster_size, int clusters, std::size_t
   const auto key = std::make_tuple(device, cluster_size, clusters, smem_bytes);
   if (const auto it = known.find(key); it != known.end()) return it->second;
   AISPFLOW_CUDA_CHECK(cudaFuncSetAttribute(record_sm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes)));
-  const std::vector<int> groups = gpc_groups(smem_bytes);
-  const std::vector<int> sms = record_placement(unsigned(clusters * cluster_size), 384, smem_bytes, unsigned(cluster_size));
+  const std::vector<int>& groups = gpc_groups(device, smem_bytes);
+  // The GEMM's own block size, so that nothing but the cluster shape and shared memory could place it otherwise.
+  const std::vector<int> sms = record_placement(unsigned(clusters * cluster_size), kThreads, smem_bytes, unsigned(cluster_size));
   std::vector<int> cluster_sm(static_cast<std::size_t>(clusters));
   for (int c = 0; c < clusters; ++c) cluster_sm[std::size_t(c)] = sms[std::size_t(c * cluster_size)];
   return known[key] = gpc_cluster_places(cluster_sm, groups);

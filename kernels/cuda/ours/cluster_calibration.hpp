@@ -8,9 +8,9 @@ namespace aispflow::kernels::cuda::ours {
 
 // place[i] for cluster i of a launch of `clusters` clusters of `cluster_size` CTAs with `smem_bytes` of dynamic
 // shared memory each (the GEMM's own launch shape, so that the hardware places both alike), in GPC order.
-// Measured once per process and shape on the current device: one launch of that shape records each CTA's SM, and
-// launches of clusters of 16 CTAs (8 where 16 is not allowed) learn which SMs share a GPC. Empty where the device
-// cannot run the calibration (no cluster launch): the caller then keeps launch order.
+// Measured once per process and shape on the current device: one launch of that shape records each CTA's SM; a
+// launch of clusters of 16 CTAs (8 where 16 is not allowed), once per device, learns which SMs share a GPC. A
+// failed launch throws CudaError (the caller runs on Hopper only, where cluster launches exist).
 std::vector<int> measured_gpc_places(int cluster_size, int clusters, std::size_t smem_bytes);
 
 }  // namespace aispflow::kernels::cuda::ours

@@ -278,10 +278,9 @@ class HopperGemm final : public OurKernel {
     if (p.splits != int(ceil_div(p.k_tiles, p.k_tiles_per_split))) throw std::logic_error("split-K count disagrees");
     p.total_work = p.splits * p.batch * p.cm_tiles * p.cn_tiles;
     p.raster_group = config_.raster_group;
-    const bool across_n = config_.ordered_by_gpc() && config_.bands_across_n();
-    p.raster_along_n = across_n ? 1 : 0;
-    p.divisors = across_n ? WorkDivisors::of(p.batch, p.cn_tiles, p.cm_tiles, p.raster_group)
-                          : WorkDivisors::of(p.batch, p.cm_tiles, p.cn_tiles, p.raster_group);
+    p.raster_along_n = config_.bands_across_n() ? 1 : 0;
+    p.divisors = p.raster_along_n ? WorkDivisors::of(p.batch, p.cn_tiles, p.cm_tiles, p.raster_group)
+                                  : WorkDivisors::of(p.batch, p.cm_tiles, p.cn_tiles, p.raster_group);
     p.promotion_stagger = promotion_stagger();
     const bool trim_a = trims_a_box(s) || (KernelSabotage::active(KernelSabotage::What::trim_live_rows_of_a) &&
                                             a_box_trim_capable(config_.block_m, config_.ping_pong()));
@@ -324,12 +323,11 @@ class HopperGemm final : public OurKernel {
 
     if (config_.ordered_by_gpc() && clusters <= kMaxPlaces) {
       std::vector<int> place = measured_gpc_places(cluster, clusters, std::size_t(plan->instance.smem_bytes));
-      // (Test hook: two clusters given one place, one place none, past the check below.)
-      const bool repeat = KernelSabotage::active(KernelSabotage::What::repeat_a_place) && place.size() > 1;
       if (const std::string error = place_table_error(place); !error.empty() || int(place.size()) != clusters)
         throw std::logic_error(config_.name() + ": the GPC order's place table is not a permutation of the " +
                                std::to_string(clusters) + " clusters: " + error);
-      if (repeat) place[1] = place[0];
+      // (Test hook: two clusters given one place, one place none, past the check above.)
+      if (KernelSabotage::active(KernelSabotage::What::repeat_a_place) && clusters > 1) place[1] = place[0];
       p.places = clusters;
       for (int i = 0; i < clusters; ++i) p.cluster_place[i] = std::uint8_t(place[std::size_t(i)]);
     }

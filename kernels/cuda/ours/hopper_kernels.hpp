@@ -48,11 +48,11 @@ struct HopperConfig {
   // time, and the L2 serves fewer requests (cuBLASLt's nvjet kernels are ordered so). false: launch order, bands of
   // cluster-rows (the order before step 127; "_launchorder" in the name).
   bool gpc_order = true;
-  // The bands' direction that GPC order takes (above).
-  bool bands_across_n() const { return gpc_order && cluster_m > cluster_n; }
-  // Whether the work order applies at all: persistent clusters of two or more (a 1x1 configuration launches as a
-  // plain grid, whose CTAs the hardware already places GPC by GPC: NOTES.md step 94).
+  // Whether GPC order applies: persistent clusters of two or more (a 1x1 configuration launches as a plain grid,
+  // whose CTAs the hardware already places GPC by GPC: NOTES.md step 94).
   bool ordered_by_gpc() const { return gpc_order && persistent && cluster_m * cluster_n > 1; }
+  // The bands' direction that GPC order takes (above): across N where the cluster shares B.
+  bool bands_across_n() const { return ordered_by_gpc() && cluster_m > cluster_n; }
   bool ping_pong() const { return schedule == "pingpong"; }
   // Elements of K per k-tile: one 128-byte row (128 fp8 or 64 bf16).
   int block_k() const { return fp8 ? 128 : 64; }
