@@ -270,6 +270,20 @@ int main(int argc, char** argv) {
                                                     : std::initializer_list<int>{4, 8, 11, 16});
     }
   }
+  // Filter "bandrule" (NOTES.md step 130): the balanced bands of GPC order beside fixed bands of the same base, on
+  // the winning pairs; fp8 128 x 128 promote8 also on a base of 16 (step 128: 16 best there).
+  if (filter.find("bandrule") != std::string::npos) {
+    const std::pair<ours::HopperConfig, std::initializer_list<int>> pairs[] = {
+        {{"", false, 256, 2, 1, true, 8, 0}, {8}},         {tall({"", false, 128, 1, 2, true, 8, 0}), {8}},
+        {{"", false, 192, 2, 1, true, 8, 0}, {8}},         {promoting({"", true, 128, 2, 1, true, 8, 0}, 8), {8, 16}},
+        {{"", false, 64, 2, 1, true, 16, 0}, {16}},
+    };
+    for (auto [base, bases] : pairs)
+      for (bool balanced : {true, false}) {
+        base.balanced_bands = balanced;
+        add_bands("bandrule", base, bases);
+      }
+  }
   if (filter.find("launchorder") != std::string::npos) {
     for (ours::HopperConfig c : ours::cluster_configs())
       if (c.ordered_by_gpc()) {
@@ -309,9 +323,17 @@ int main(int argc, char** argv) {
                 copies > 1 ? (std::to_string(copies) + " operand copies, cold").c_str() : "one operand copy, warm");
     for (auto& k : kernels) {
       const auto config = k->config();
-      // r: raster band; s: co-resident clusters of the configuration's size (its persistent grid).
-      const std::string id = config["name"].get<std::string>() + " " + k->identity(gc).substr(0, 12) + " r" +
-                             std::to_string(config["raster_group"].get<int>()) + " s" +
+      // r: raster band (the configuration's, then "/" the band this shape runs where GPC order balances it: the
+      // identity says "persistent raster <band>"); s: co-resident clusters of the configuration's size.
+      const std::string identity = k->identity(gc);
+      const std::string base_band = std::to_string(config["raster_group"].get<int>());
+      std::string band = base_band;
+      if (const auto at = identity.find("persistent raster "); at != std::string::npos) {
+        const auto from = at + std::string("persistent raster ").size();
+        if (const std::string ran = identity.substr(from, identity.find(' ', from) - from); ran != base_band)
+          band += "/" + ran;
+      }
+      const std::string id = config["name"].get<std::string>() + " " + identity.substr(0, 12) + " r" + band + " s" +
                              std::to_string(config.value("co_resident_clusters", 0));
       if (!matches_filter(id, filter)) continue;
       if (auto why = k->unsupported(gc)) continue;

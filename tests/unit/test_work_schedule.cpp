@@ -315,5 +315,29 @@ TEST(WorkSchedule, DecodeMatchesThePlainDivisionOrder) {
   EXPECT_GT(decode_mismatches(unswapped), 0);
 }
 
+// GPC order's balanced bands (NOTES.md step 130): the widths step 128 measured, and for every base and extent a
+// width in [base, 2 base) whose last band no other width there fills better.
+TEST(BalancedBands, TheMeasuredShapesGetTheirFastestWidth) {
+  EXPECT_EQ(balanced_band_width(8, 12), 12);   // N = 2880, 128 x 256 2x1: one band, not 8 + 4
+  EXPECT_EQ(balanced_band_width(8, 16), 8);    // 4096: 8 + 8, not one band of 16
+  EXPECT_EQ(balanced_band_width(8, 32), 8);    // 8192
+  EXPECT_EQ(balanced_band_width(8, 20), 10);   // 5120: 10 + 10 where fixed bands made 8 + 8 + 4
+  EXPECT_EQ(balanced_band_width(16, 23), 23);  // fp8 128 x 128 at N = 2880 on a base of 16
+  EXPECT_EQ(balanced_band_width(8, 5), 8);     // fewer columns than a band: one band, the base kept
+  EXPECT_EQ(balanced_band_width(8, 8), 8);
+}
+
+TEST(BalancedBands, NoWidthInRangeLeavesAFullerLastBand) {
+  auto fullness = [](int width, int extent) { return double(extent % width == 0 ? width : extent % width) / width; };
+  for (int base = 1; base <= 32; ++base)
+    for (int extent = base + 1; extent <= 600; ++extent) {
+      const int w = balanced_band_width(base, extent);
+      ASSERT_GE(w, base) << base << " " << extent;
+      ASSERT_LT(w, 2 * base) << base << " " << extent;
+      for (int other = base; other < 2 * base; ++other)
+        ASSERT_LE(fullness(other, extent), fullness(w, extent) + 1e-12) << base << " " << extent << " " << other;
+    }
+}
+
 }  // namespace
 }  // namespace aispflow::kernels

@@ -186,7 +186,7 @@ class HopperGemm final : public OurKernel {
                   config_.family.c_str(), c.dtype.c_str(), c.layout.c_str(), config_.block_m, config_.block_n,
                   config_.block_k(),
                   stages(), config_.cluster_m, config_.cluster_n,
-                  config_.persistent ? ("persistent raster " + std::to_string(config_.raster_group) +
+                  config_.persistent ? ("persistent raster " + std::to_string(band_for(c.shape)) +
                                         (config_.bands_across_n() ? " cluster-columns" : "") +
                                         (config_.ordered_by_gpc() ? " in GPC order" : "")).c_str()
                                      : "one tile per CTA",
@@ -277,7 +277,7 @@ class HopperGemm final : public OurKernel {
     p.splits = splits_that_run(s);
     if (p.splits != int(ceil_div(p.k_tiles, p.k_tiles_per_split))) throw std::logic_error("split-K count disagrees");
     p.total_work = p.splits * p.batch * p.cm_tiles * p.cn_tiles;
-    p.raster_group = config_.raster_group;
+    p.raster_group = config_.band_for(p.m_tiles, p.n_tiles);
     p.raster_along_n = config_.bands_across_n() ? 1 : 0;
     p.divisors = p.raster_along_n ? WorkDivisors::of(p.batch, p.cn_tiles, p.cm_tiles, p.raster_group)
                                   : WorkDivisors::of(p.batch, p.cm_tiles, p.cn_tiles, p.raster_group);
@@ -394,6 +394,9 @@ class HopperGemm final : public OurKernel {
   }
 
   int stages() const { return hopper_instance(instance_key(false)).stages; }
+  int band_for(const GemmShape& s) const {
+    return config_.band_for(ceil_div(s.m, config_.block_m), ceil_div(s.n, config_.block_n));
+  }
 
   // How many clusters of this configuration's size the first device holds at once (cudaOccupancyMaxActiveClusters
   // for the instance that runs: a cluster lives in one GPC, so on the H100 2x2 clusters get fewer than 132 / 4
@@ -466,7 +469,14 @@ std::string HopperConfig::name() const {
          (split_k > 0 ? "_splitk" + std::to_string(split_k) : "") + (schedule == "cooperative" ? "" : "_" + schedule) + (stream_k ? "_sk" : "") +
          (promotion_interval > 1 ? "_promote" + std::to_string(promotion_interval) : "") +
          (staggered_promotion ? "_stagger" : "") +
-         (!gpc_order && persistent && cluster_m * cluster_n > 1 ? "_launchorder" : "");
+         (!gpc_order && persistent && cluster_m * cluster_n > 1 ? "_launchorder" : "") +
+         (ordered_by_gpc() && !balanced_bands ? "_fixedbands" : "");
+}
+
+int HopperConfig::band_for(long long m_tiles, long long n_tiles) const {
+  if (!ordered_by_gpc() || !balanced_bands) return raster_group;
+  const long long extent = bands_across_n() ? (n_tiles + cluster_n - 1) / cluster_n : (m_tiles + cluster_m - 1) / cluster_m;
+  return balanced_band_width(raster_group, int(std::min<long long>(extent, 1 << 30)));
 }
 
 namespace {

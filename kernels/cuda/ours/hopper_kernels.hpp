@@ -48,17 +48,23 @@ struct HopperConfig {
   // time, and the L2 serves fewer requests (cuBLASLt's nvjet kernels are ordered so). false: launch order, bands of
   // cluster-rows (the order before step 127; "_launchorder" in the name).
   bool gpc_order = true;
+  // In GPC order, the bands are balanced per shape: the cluster-rows (or -columns) cut into whole bands of at least
+  // raster_group, near-equal, no short band at the end (balanced_band_width in kernels/common/work_schedule.hpp,
+  // NOTES.md step 130). false: bands of exactly raster_group, the last one what is left ("_fixedbands").
+  bool balanced_bands = true;
   // Whether GPC order applies: persistent clusters of two or more (a 1x1 configuration launches as a plain grid,
   // whose CTAs the hardware already places GPC by GPC: NOTES.md step 94).
   bool ordered_by_gpc() const { return gpc_order && persistent && cluster_m * cluster_n > 1; }
   // The bands' direction that GPC order takes (above): across N where the cluster shares B.
   bool bands_across_n() const { return ordered_by_gpc() && cluster_m > cluster_n; }
+  // Cluster-rows (or, across N, cluster-columns) per band of the work order for an m_tiles x n_tiles grid.
+  int band_for(long long m_tiles, long long n_tiles) const;
   bool ping_pong() const { return schedule == "pingpong"; }
   // Elements of K per k-tile: one 128-byte row (128 fp8 or 64 bf16).
   int block_k() const { return fp8 ? 128 : 64; }
 
-  // "128x256x64_c2x1_persistent" (+ "_pingpong", "_sk", "_promote4", "_stagger", "_launchorder"): how options and
-  // tables name it.
+  // "128x256x64_c2x1_persistent" (+ "_pingpong", "_sk", "_promote4", "_stagger", "_launchorder", "_fixedbands"):
+  // how options and tables name it.
   std::string name() const;
 };
 
