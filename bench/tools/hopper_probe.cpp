@@ -12,9 +12,15 @@
 //                                  long and prints each run's wall-clock window ("sustain" lines, ms since the epoch
 //                                  and UTC), so that a clock and power log taken beside it (nvidia-smi -lms) can be
 //                                  cut by kernel: under the H100's power cap the SM clock is the kernel's too
+//   PROBE_INTERLEAVE_ORDERS=1     after each case, the configurations that verified are also timed as autotune's
+//                                  finalists are (Harness::time_interleaved, one sample of each per round), once in
+//                                  every order (all permutations, at most 4 configurations): "order" lines, one
+//                                  median per configuration, so that a bias by position or by predecessor in the
+//                                  rounds shows (NOTES.md step 132)
 // Operands: like the workflows, the launches rotate over enough copies that each reads cold data (the `==` line
 // says how many); PROBE_WARM=1 times one copy, which stays in L2 between the launches of a batch (how this probe
 // timed before 2026-11-26's step 26: NOTES.md).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -92,6 +98,28 @@ std::optional<Case> probe_shape_case(const char* text) {
   if (!parsed || !lt_dtype(parsed->dtype)) return std::nullopt;
   shape = *parsed;
   return Case{shape.m, shape.n, shape.k, shape.dtype.c_str(), shape.layout.c_str(), "none", shape.batch};
+}
+
+// PROBE_INTERLEAVE_ORDERS: the configurations timed together as autotune's finalists are, in every order.
+void time_in_every_order(Harness& harness, const TimingPolicy& timing,
+                         const std::vector<std::pair<std::string, BoundLaunch>>& verified, int copies) {
+  TimingPolicy policy = timing;   // cluster_gemm.yaml's policy, which autotune's finalists were timed under
+  policy.min_samples = 10;
+  policy.max_samples = 100;
+  policy.target_stdrel = 0.01;
+  policy.budget_s = 1.0;
+  std::vector<std::size_t> order(verified.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  do {
+    std::vector<std::function<void(cudaStream_t)>> launches;
+    for (std::size_t i : order) launches.push_back(rotating_launch(verified[i].second, copies));
+    const auto measured = harness.time_interleaved(policy, launches);
+    std::printf("  order");
+    for (std::size_t f = 0; f < order.size(); ++f)
+      std::printf("  %zu:%s %.4f ms", f, verified[order[f]].first.c_str(), measured[f].stats.median_ms);
+    std::printf("\n");
+    std::fflush(stdout);
+  } while (std::next_permutation(order.begin(), order.end()));
 }
 
 }  // namespace
@@ -321,6 +349,7 @@ int main(int argc, char** argv) {
     std::printf("== %s  cublasLt %.4f ms %.1f TFLOP/s  (%s)\n", case_text.c_str(),
                 lt_ms, lt_ms > 0 ? flops / lt_ms / 1e9 : 0.0,
                 copies > 1 ? (std::to_string(copies) + " operand copies, cold").c_str() : "one operand copy, warm");
+    std::vector<std::pair<std::string, BoundLaunch>> verified;   // for PROBE_INTERLEAVE_ORDERS
     for (auto& k : kernels) {
       const auto config = k->config();
       // r: raster band (the configuration's, then "/" the band this shape runs where GPC order balances it: the
@@ -352,12 +381,16 @@ int main(int argc, char** argv) {
         std::printf("  %-40s ok err %.2e  %.4f ms %.1f TFLOP/s  %.3fx cublasLt\n", id.c_str(), cmp.max_rel_err, ms,
                     flops / ms / 1e9, lt_ms > 0 ? lt_ms / ms : 0.0);
         sustain(config["name"].get<std::string>(), launch, copies, ctx.stream());
+        verified.emplace_back(config["name"].get<std::string>(), launch);
       } catch (const std::exception& e) {
         std::printf("  %-40s ERROR %s\n", id.c_str(), e.what());
         cudaGetLastError();
       }
       std::fflush(stdout);
     }
+    if (const char* orders = std::getenv("PROBE_INTERLEAVE_ORDERS");
+        orders && std::string(orders) == "1" && verified.size() >= 2 && verified.size() <= 4)
+      time_in_every_order(ctx.harness(), timing, verified, copies);
   }
   return 0;
 }

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <numeric>
 #include <stdexcept>
+#include <utility>
 
 namespace aispflow::kernels {
 
@@ -79,6 +81,22 @@ TimingStats summarize(std::vector<double> samples_ms, double target_stdrel) {
   s.stdrel = s.mean_ms > 0 ? std::sqrt(var) / s.mean_ms : 0.0;
   s.converged = n > 1 && s.stdrel <= target_stdrel;
   return s;
+}
+
+std::vector<std::size_t> interleaved_round_order(int round, std::size_t n) {
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  // splitmix64 of the round number seeds a Fisher-Yates shuffle: deterministic, independent rounds, and no
+  // dependence on the standard library's distributions (which differ between implementations).
+  std::uint64_t state = 0x9e3779b97f4a7c15ull * std::uint64_t(round) + 0x5eedull;
+  auto next = [&state] {
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  for (std::size_t i = n; i > 1; --i) std::swap(order[i - 1], order[std::size_t(next() % i)]);
+  return order;
 }
 
 TimingStats measure(const TimingPolicy& policy, const std::function<double()>& sample,

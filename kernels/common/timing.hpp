@@ -2,6 +2,7 @@
 // Measurement policy and statistics, shared by every provider and probe (CPU and CUDA).
 // The loop: warm up, then take samples until the relative spread settles (stdrel <= target after at
 // least min_samples), or max_samples, or the time budget runs out. Report median, min, max, stdrel.
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <optional>
@@ -44,5 +45,13 @@ TimingStats summarize(std::vector<double> samples_ms, double target_stdrel);
 // untimed between samples, e.g. a cache flush.
 TimingStats measure(const TimingPolicy& policy, const std::function<double()>& sample,
                     const std::function<void()>& between = {});
+
+// The order in which round `round` (1, 2, ...) of an interleaved measurement samples its `n` pieces of work: a
+// permutation of 0..n-1, shuffled afresh each round by a fixed-seed generator (the same sequence on every run).
+// In a fixed order each candidate always follows the same one, and a predecessor can leave the chip slower for
+// the next sample despite the L2 flush and the rest: on an H100 a kernel sampled right after a stream-K candidate
+// ran 5 % slower, after a 1x2 pair 1.5 % (NOTES.md step 132). Shuffled, every candidate follows every other about
+// equally often, so such a carry-over is shared out instead of landing on whoever comes next.
+std::vector<std::size_t> interleaved_round_order(int round, std::size_t n);
 
 }  // namespace aispflow::kernels

@@ -41,7 +41,8 @@ nlohmann::json Measurement::timing_json() const {
                       : std::string("CUDA events around each launch");
   j["launches_per_sample"] = launches_per_sample;
   if (interleaved_with > 0)
-    j["interleaved"] = "sampled in rounds with " + std::to_string(interleaved_with) + " other candidate(s)";
+    j["interleaved"] = "sampled in rounds with " + std::to_string(interleaved_with) +
+                       " other candidate(s), in a shuffled order each round";
   if (!l2_flushed)
     j["l2"] = "warm (not flushed)";
   else if (graph && operand_copies > 1)
@@ -223,7 +224,7 @@ std::vector<Measurement> Harness::time_interleaved(const TimingPolicy& policy,
     std::vector<std::vector<double>> samples(work.size());
     const auto start = std::chrono::steady_clock::now();
     for (int round = 1;; ++round) {
-      for (std::size_t i = 0; i < work.size(); ++i) {
+      for (std::size_t i : interleaved_round_order(round, work.size())) {   // shuffled: no fixed predecessor
         if (between) between();
         samples[i].push_back(sample_ms(*work[i]));
       }

@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <thread>
+#include <vector>
 
 namespace aispflow::kernels {
 namespace {
@@ -170,6 +173,52 @@ TEST(TimingRest, ParsesTheDocumentedFormsAndRefusesOthers) {
   EXPECT_DOUBLE_EQ(sustained.rest_factor, 0.0);
   EXPECT_EQ(sustained.to_json()["rest"], "0 (back to back)");
   EXPECT_EQ(TimingPolicy{}.to_json()["rest"], "2x");
+}
+
+// Interleaved rounds (NOTES.md step 132): each round is a permutation, and a predecessor's carry-over no longer
+// lands on one candidate. Simulated: A and B take 1.00 ms, C 1.00 ms, and whatever is sampled right after C runs
+// 5 % slower (on the H100, the kernel after a stream-K candidate did). A and B must then measure alike.
+std::vector<double> simulated_medians(const std::function<std::vector<std::size_t>(int)>& order_of_round) {
+  std::vector<std::vector<double>> samples(3);
+  std::size_t previous = 99;
+  for (int round = 1; round <= 100; ++round)
+    for (std::size_t i : order_of_round(round)) {
+      samples[i].push_back(previous == 2 ? 1.05 : 1.00);
+      previous = i;
+    }
+  std::vector<double> medians;
+  for (auto& s : samples) medians.push_back(summarize(s, 0.01).median_ms);
+  return medians;
+}
+
+TEST(InterleavedRoundOrder, EveryRoundIsAPermutation) {
+  for (std::size_t n : {1, 2, 3, 4, 7})
+    for (int round = 1; round <= 50; ++round) {
+      std::vector<std::size_t> order = interleaved_round_order(round, n);
+      std::sort(order.begin(), order.end());
+      for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(order[i], i) << "n " << n << " round " << round;
+    }
+  EXPECT_EQ(interleaved_round_order(5, 4), interleaved_round_order(5, 4));   // deterministic
+}
+
+TEST(InterleavedRoundOrder, ACarryOverIsSharedOutNotPinnedOnOneCandidate) {
+  // Fixed order A, B, C: A always follows C and takes the whole 5 % (the case the shuffle exists for).
+  const auto fixed = simulated_medians([](int) { return std::vector<std::size_t>{0, 1, 2}; });
+  EXPECT_GT(fixed[0] / fixed[1], 1.04);
+  // Shuffled: A and B follow C about equally often, so their medians (each a 1.00 or a 1.05) agree, and the
+  // rounds where each followed C are counted to show it is not luck.
+  const auto shuffled = simulated_medians([](int round) { return interleaved_round_order(round, 3); });
+  int a_after_c = 0, b_after_c = 0;
+  std::size_t previous = 99;
+  for (int round = 1; round <= 100; ++round)
+    for (std::size_t i : interleaved_round_order(round, 3)) {
+      a_after_c += previous == 2 && i == 0;
+      b_after_c += previous == 2 && i == 1;
+      previous = i;
+    }
+  EXPECT_NEAR(double(a_after_c) / double(b_after_c), 1.0, 0.35) << a_after_c << " against " << b_after_c;
+  EXPECT_LT(a_after_c, 50);   // a fixed order gives A all 100 rounds after C (99 counted here)
+  EXPECT_EQ(shuffled[0], shuffled[1]);
 }
 
 }  // namespace
