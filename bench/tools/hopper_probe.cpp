@@ -17,6 +17,15 @@
 //                                  every order (all permutations, at most 4 configurations): "order" lines, one
 //                                  median per configuration, so that a bias by position or by predecessor in the
 //                                  rounds shows (NOTES.md step 132)
+//   PROBE_CARRYOVER=1              after each case, for every ordered pair (X, Y) of the configurations that
+//                                  verified (X = Y included): a batch of X, a rest, the L2 flush, then a timed batch
+//                                  of Y; rests of 2x (the harness's) and 20x the batch: "carryover" lines, Y's
+//                                  median after each X, so that a predecessor's effect and whether a long rest
+//                                  removes it show (NOTES.md step 133)
+//   PROBE_GRAPH_VS_STREAM=1        cuBLASLt and each configuration that verified timed three ways: the harness
+//                                  (a captured graph of ~2 ms of launches, flushed before each), the same batch as
+//                                  plain stream launches, and a graph captured here; "threeway" lines (NOTES.md
+//                                  step 133)
 // Operands: like the workflows, the launches rotate over enough copies that each reads cold data (the `==` line
 // says how many); PROBE_WARM=1 times one copy, which stays in L2 between the launches of a batch (how this probe
 // timed before 2026-11-26's step 26: NOTES.md).
@@ -33,6 +42,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -98,6 +108,95 @@ std::optional<Case> probe_shape_case(const char* text) {
   if (!parsed || !lt_dtype(parsed->dtype)) return std::nullopt;
   shape = *parsed;
   return Case{shape.m, shape.n, shape.k, shape.dtype.c_str(), shape.layout.c_str(), "none", shape.batch};
+}
+
+// PROBE_GRAPH_VS_STREAM: one piece of work timed by the harness, as plain stream batches and as a graph of the same
+// batch captured here; each batch after the harness's L2 flush, a 2x rest after it, 15 samples, medians.
+void time_three_ways(Harness& harness, const TimingPolicy& timing, const std::string& name, const BoundLaunch& launch,
+                     int copies) {
+  if (const char* on = std::getenv("PROBE_GRAPH_VS_STREAM"); !on || std::string(on) != "1") return;
+  const cudaStream_t stream = harness.stream();
+  const double by_harness = harness.time(timing, rotating_launch(launch, copies)).stats.median_ms;
+  cudaEvent_t start, stop;
+  AISPFLOW_CUDA_CHECK(cudaEventCreate(&start));
+  AISPFLOW_CUDA_CHECK(cudaEventCreate(&stop));
+  int copy = 0;
+  auto timed = [&](const std::function<void()>& work) {
+    harness.flush_l2();
+    AISPFLOW_CUDA_CHECK(cudaEventRecord(start, stream));
+    work();
+    AISPFLOW_CUDA_CHECK(cudaEventRecord(stop, stream));
+    AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
+    float ms = 0;
+    AISPFLOW_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(2.0 * ms));
+    return double(ms);
+  };
+  const int launches = std::clamp(int(2.0 / std::max(by_harness, 1e-3)), 1, 200);
+  auto stream_batch = [&] { for (int i = 0; i < launches; ++i) launch(stream, copy++ % copies); };
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  AISPFLOW_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  stream_batch();
+  AISPFLOW_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  AISPFLOW_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  AISPFLOW_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+  AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<double> plain, graphed;
+  for (int rep = 0; rep < 15; ++rep) {
+    plain.push_back(timed(stream_batch) / launches);
+    graphed.push_back(timed([&] { AISPFLOW_CUDA_CHECK(cudaGraphLaunch(exec, stream)); }) / launches);
+  }
+  std::sort(plain.begin(), plain.end());
+  std::sort(graphed.begin(), graphed.end());
+  std::printf("  threeway %-44s harness %.4f ms  stream batch %.4f ms  own graph %.4f ms  (%d launches a batch)\n",
+              name.c_str(), by_harness, plain[plain.size() / 2], graphed[graphed.size() / 2], launches);
+  std::fflush(stdout);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+}
+
+// PROBE_CARRYOVER: Y's time right after a batch of X, with the harness's flush in between and a rest of 2x or 20x.
+void time_after_each_predecessor(Harness& harness, const std::vector<std::pair<std::string, BoundLaunch>>& verified,
+                                 int copies) {
+  const cudaStream_t stream = harness.stream();
+  cudaEvent_t start, stop;
+  AISPFLOW_CUDA_CHECK(cudaEventCreate(&start));
+  AISPFLOW_CUDA_CHECK(cudaEventCreate(&stop));
+  int copy = 0;
+  auto batch_ms = [&](const BoundLaunch& launch, int launches, bool timed) {
+    if (timed) AISPFLOW_CUDA_CHECK(cudaEventRecord(start, stream));
+    for (int i = 0; i < launches; ++i) launch(stream, copy++ % copies);
+    if (timed) AISPFLOW_CUDA_CHECK(cudaEventRecord(stop, stream));
+    AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
+    float ms = 0;
+    if (timed) AISPFLOW_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    return double(ms);
+  };
+  auto rest = [](double ms) { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms)); };
+  // A batch of about 2 ms, as the harness's graph samples are.
+  const double one_ms = batch_ms(verified.front().second, 5, true) / 5;
+  const int launches = std::clamp(int(2.0 / std::max(one_ms, 1e-3)), 1, 200);
+  for (const double rest_factor : {2.0, 20.0})
+    for (const auto& [before_name, before] : verified)
+      for (const auto& [name, launch] : verified) {
+        std::vector<double> samples;
+        for (int rep = 0; rep < 15; ++rep) {
+          batch_ms(before, launches, false);
+          rest(rest_factor * 2.0);
+          harness.flush_l2();
+          samples.push_back(batch_ms(launch, launches, true) / launches);
+          rest(rest_factor * 2.0);
+        }
+        std::sort(samples.begin(), samples.end());
+        std::printf("  carryover rest %gx  %-44s after %-44s %.4f ms (min %.4f, max %.4f)\n", rest_factor,
+                    name.c_str(), before_name.c_str(), samples[samples.size() / 2], samples.front(), samples.back());
+        std::fflush(stdout);
+      }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
 }
 
 // PROBE_INTERLEAVE_ORDERS: the configurations timed together as autotune's finalists are, in every order.
@@ -343,6 +442,8 @@ int main(int argc, char** argv) {
                     .time(timing, rotating_launch([&](cudaStream_t st, int copy) { plan.run(algo, st, copy); }, copies))
                     .stats.median_ms;
         sustain("cublasLt", [&](cudaStream_t st, int copy) { plan.run(algo, st, copy); }, copies, ctx.stream());
+        time_three_ways(ctx.harness(), timing, "cublasLt", [&](cudaStream_t st, int copy) { plan.run(algo, st, copy); },
+                        copies);
       }
     } catch (const std::exception& e) { std::printf("cublasLt: %s\n", e.what()); }
     const double flops = s.flops();
@@ -382,12 +483,15 @@ int main(int argc, char** argv) {
                     flops / ms / 1e9, lt_ms > 0 ? lt_ms / ms : 0.0);
         sustain(config["name"].get<std::string>(), launch, copies, ctx.stream());
         verified.emplace_back(config["name"].get<std::string>(), launch);
+        time_three_ways(ctx.harness(), timing, config["name"].get<std::string>(), launch, copies);
       } catch (const std::exception& e) {
         std::printf("  %-40s ERROR %s\n", id.c_str(), e.what());
         cudaGetLastError();
       }
       std::fflush(stdout);
     }
+    if (const char* carry = std::getenv("PROBE_CARRYOVER"); carry && std::string(carry) == "1" && verified.size() >= 2)
+      time_after_each_predecessor(ctx.harness(), verified, copies);
     if (const char* orders = std::getenv("PROBE_INTERLEAVE_ORDERS");
         orders && std::string(orders) == "1" && verified.size() >= 2 && verified.size() <= 4)
       time_in_every_order(ctx.harness(), timing, verified, copies);
