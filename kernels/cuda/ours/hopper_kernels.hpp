@@ -48,9 +48,10 @@ struct HopperConfig {
   // time, and the L2 serves fewer requests (cuBLASLt's nvjet kernels are ordered so). false: launch order, bands of
   // cluster-rows (the order before step 127; "_launchorder" in the name).
   bool gpc_order = true;
-  // In GPC order, the bands are balanced per shape: the cluster-rows (or -columns) cut into whole bands of at least
-  // raster_group, near-equal, no short band at the end (balanced_band_width in kernels/common/work_schedule.hpp,
-  // NOTES.md step 130). false: bands of exactly raster_group, the last one what is left ("_fixedbands").
+  // In GPC order, the band width is chosen per shape: of the widths from raster_group to twice it less one, the one
+  // whose last band is fullest, so no short band is left where another width avoids it (balanced_band_width in
+  // kernels/common/work_schedule.hpp, NOTES.md step 130). false: bands of exactly raster_group, the last one what
+  // is left ("_fixedbands").
   bool balanced_bands = true;
   // Whether GPC order applies: persistent clusters of two or more (a 1x1 configuration launches as a plain grid,
   // whose CTAs the hardware already places GPC by GPC: NOTES.md step 94).
