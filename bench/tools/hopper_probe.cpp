@@ -110,93 +110,114 @@ std::optional<Case> probe_shape_case(const char* text) {
   return Case{shape.m, shape.n, shape.k, shape.dtype.c_str(), shape.layout.c_str(), "none", shape.batch};
 }
 
+// Whether environment switch `name` is set to 1.
+bool switched_on(const char* name) {
+  const char* value = std::getenv(name);
+  return value && std::string(value) == "1";
+}
+
+// Back-to-back launches over the operand copies, timed with events as one batch (PROBE_CARRYOVER and
+// PROBE_GRAPH_VS_STREAM: the probe's own sampling, where the harness times work of 50 us and more one launch a
+// sample). A batch of launches_for() launches lasts about 2 ms, as the harness's graph samples do.
+class Batches {
+ public:
+  Batches(Harness& harness, int copies) : harness_(harness), copies_(copies) {
+    AISPFLOW_CUDA_CHECK(cudaEventCreate(&start_));
+    AISPFLOW_CUDA_CHECK(cudaEventCreate(&stop_));
+  }
+  ~Batches() {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+  }
+  Batches(const Batches&) = delete;
+  Batches& operator=(const Batches&) = delete;
+
+  static int launches_for(double ms_per_launch) { return std::clamp(int(2.0 / std::max(ms_per_launch, 1e-3)), 1, 200); }
+  cudaStream_t stream() const { return harness_.stream(); }
+  // Enqueues `launches` launches, each on the next operand copy.
+  void enqueue(const BoundLaunch& launch, int launches) {
+    for (int i = 0; i < launches; ++i) launch(stream(), copy_++ % copies_);
+  }
+  // `work` (enqueued on stream()) timed with events, after the harness's L2 flush when `flushed`; waits for it.
+  double ms(const std::function<void()>& work, bool flushed = true) {
+    if (flushed) harness_.flush_l2();
+    AISPFLOW_CUDA_CHECK(cudaEventRecord(start_, stream()));
+    work();
+    AISPFLOW_CUDA_CHECK(cudaEventRecord(stop_, stream()));
+    AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream()));
+    float elapsed = 0;
+    AISPFLOW_CUDA_CHECK(cudaEventElapsedTime(&elapsed, start_, stop_));
+    return double(elapsed);
+  }
+  static void rest(double ms) { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms)); }
+
+ private:
+  Harness& harness_;
+  int copies_;
+  int copy_ = 0;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+};
+
+double median_of(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
 // PROBE_GRAPH_VS_STREAM: one piece of work timed by the harness, as plain stream batches and as a graph of the same
 // batch captured here; each batch after the harness's L2 flush, a 2x rest after it, 15 samples, medians.
 void time_three_ways(Harness& harness, const TimingPolicy& timing, const std::string& name, const BoundLaunch& launch,
                      int copies) {
-  if (const char* on = std::getenv("PROBE_GRAPH_VS_STREAM"); !on || std::string(on) != "1") return;
-  const cudaStream_t stream = harness.stream();
+  if (!switched_on("PROBE_GRAPH_VS_STREAM")) return;
   const double by_harness = harness.time(timing, rotating_launch(launch, copies)).stats.median_ms;
-  cudaEvent_t start, stop;
-  AISPFLOW_CUDA_CHECK(cudaEventCreate(&start));
-  AISPFLOW_CUDA_CHECK(cudaEventCreate(&stop));
-  int copy = 0;
-  auto timed = [&](const std::function<void()>& work) {
-    harness.flush_l2();
-    AISPFLOW_CUDA_CHECK(cudaEventRecord(start, stream));
-    work();
-    AISPFLOW_CUDA_CHECK(cudaEventRecord(stop, stream));
-    AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
-    float ms = 0;
-    AISPFLOW_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(2.0 * ms));
-    return double(ms);
-  };
-  const int launches = std::clamp(int(2.0 / std::max(by_harness, 1e-3)), 1, 200);
-  auto stream_batch = [&] { for (int i = 0; i < launches; ++i) launch(stream, copy++ % copies); };
+  Batches batches(harness, copies);
+  const int launches = Batches::launches_for(by_harness);
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
-  AISPFLOW_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  stream_batch();
-  AISPFLOW_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  AISPFLOW_CUDA_CHECK(cudaStreamBeginCapture(batches.stream(), cudaStreamCaptureModeThreadLocal));
+  batches.enqueue(launch, launches);
+  AISPFLOW_CUDA_CHECK(cudaStreamEndCapture(batches.stream(), &graph));
   AISPFLOW_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  AISPFLOW_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-  AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
+  AISPFLOW_CUDA_CHECK(cudaGraphLaunch(exec, batches.stream()));   // (the first replay uploads the graph)
+  AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(batches.stream()));
+  auto sample = [&](const std::function<void()>& work) {
+    const double ms = batches.ms(work);
+    Batches::rest(2.0 * ms);
+    return ms / launches;
+  };
   std::vector<double> plain, graphed;
   for (int rep = 0; rep < 15; ++rep) {
-    plain.push_back(timed(stream_batch) / launches);
-    graphed.push_back(timed([&] { AISPFLOW_CUDA_CHECK(cudaGraphLaunch(exec, stream)); }) / launches);
+    plain.push_back(sample([&] { batches.enqueue(launch, launches); }));
+    graphed.push_back(sample([&] { AISPFLOW_CUDA_CHECK(cudaGraphLaunch(exec, batches.stream())); }));
   }
-  std::sort(plain.begin(), plain.end());
-  std::sort(graphed.begin(), graphed.end());
   std::printf("  threeway %-44s harness %.4f ms  stream batch %.4f ms  own graph %.4f ms  (%d launches a batch)\n",
-              name.c_str(), by_harness, plain[plain.size() / 2], graphed[graphed.size() / 2], launches);
+              name.c_str(), by_harness, median_of(plain), median_of(graphed), launches);
   std::fflush(stdout);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
 }
 
 // PROBE_CARRYOVER: Y's time right after a batch of X, with the harness's flush in between and a rest of 2x or 20x.
 void time_after_each_predecessor(Harness& harness, const std::vector<std::pair<std::string, BoundLaunch>>& verified,
                                  int copies) {
-  const cudaStream_t stream = harness.stream();
-  cudaEvent_t start, stop;
-  AISPFLOW_CUDA_CHECK(cudaEventCreate(&start));
-  AISPFLOW_CUDA_CHECK(cudaEventCreate(&stop));
-  int copy = 0;
-  auto batch_ms = [&](const BoundLaunch& launch, int launches, bool timed) {
-    if (timed) AISPFLOW_CUDA_CHECK(cudaEventRecord(start, stream));
-    for (int i = 0; i < launches; ++i) launch(stream, copy++ % copies);
-    if (timed) AISPFLOW_CUDA_CHECK(cudaEventRecord(stop, stream));
-    AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
-    float ms = 0;
-    if (timed) AISPFLOW_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    return double(ms);
-  };
-  auto rest = [](double ms) { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms)); };
-  // A batch of about 2 ms, as the harness's graph samples are.
-  const double one_ms = batch_ms(verified.front().second, 5, true) / 5;
-  const int launches = std::clamp(int(2.0 / std::max(one_ms, 1e-3)), 1, 200);
+  Batches batches(harness, copies);
+  const BoundLaunch& first = verified.front().second;
+  const int launches = Batches::launches_for(batches.ms([&] { batches.enqueue(first, 5); }, false) / 5);
   for (const double rest_factor : {2.0, 20.0})
     for (const auto& [before_name, before] : verified)
       for (const auto& [name, launch] : verified) {
         std::vector<double> samples;
         for (int rep = 0; rep < 15; ++rep) {
-          batch_ms(before, launches, false);
-          rest(rest_factor * 2.0);
-          harness.flush_l2();
-          samples.push_back(batch_ms(launch, launches, true) / launches);
-          rest(rest_factor * 2.0);
+          batches.enqueue(before, launches);
+          AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(batches.stream()));
+          Batches::rest(rest_factor * 2.0);
+          samples.push_back(batches.ms([&] { batches.enqueue(launch, launches); }) / launches);
+          Batches::rest(rest_factor * 2.0);
         }
-        std::sort(samples.begin(), samples.end());
         std::printf("  carryover rest %gx  %-44s after %-44s %.4f ms (min %.4f, max %.4f)\n", rest_factor,
-                    name.c_str(), before_name.c_str(), samples[samples.size() / 2], samples.front(), samples.back());
+                    name.c_str(), before_name.c_str(), median_of(samples),
+                    *std::min_element(samples.begin(), samples.end()), *std::max_element(samples.begin(), samples.end()));
         std::fflush(stdout);
       }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
 }
 
 // PROBE_INTERLEAVE_ORDERS: the configurations timed together as autotune's finalists are, in every order.
@@ -429,8 +450,7 @@ int main(int argc, char** argv) {
     const std::string case_text = s.name + " " + cs.dtype + " " + cs.layout + " " + cs.epi;
     if (!case_filter.empty() && case_text.find(case_filter) == std::string::npos) continue;
     const LtDtype spec = *lt_dtype(cs.dtype);
-    const char* warm = std::getenv("PROBE_WARM");
-    const int copies = warm && std::string(warm) == "1" ? 1 : operand_copies_for(timing, s, spec, 0);
+    const int copies = switched_on("PROBE_WARM") ? 1 : operand_copies_for(timing, s, spec, 0);
     GemmProblem problem(s, spec, rng(), ctx.stream(), copies, GemmVariant::of(gc));
     double lt_ms = -1;
     try {
@@ -490,10 +510,9 @@ int main(int argc, char** argv) {
       }
       std::fflush(stdout);
     }
-    if (const char* carry = std::getenv("PROBE_CARRYOVER"); carry && std::string(carry) == "1" && verified.size() >= 2)
+    if (switched_on("PROBE_CARRYOVER") && verified.size() >= 2)
       time_after_each_predecessor(ctx.harness(), verified, copies);
-    if (const char* orders = std::getenv("PROBE_INTERLEAVE_ORDERS");
-        orders && std::string(orders) == "1" && verified.size() >= 2 && verified.size() <= 4)
+    if (switched_on("PROBE_INTERLEAVE_ORDERS") && verified.size() >= 2 && verified.size() <= 4)
       time_in_every_order(ctx.harness(), timing, verified, copies);
   }
   return 0;

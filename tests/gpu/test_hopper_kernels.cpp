@@ -362,18 +362,17 @@ TEST_F(HopperGpu, ATrimWhereRowsAreLiveIsCaught) {
   EXPECT_GT(caught, 10);
 }
 
-// The check itself must be able to fail: the right product with another bias (what a kernel reading the wrong
-// bias would write) is rejected far above the tolerance, and an output nothing wrote (still poisoned) is
-// rejected as unwritten.
 // GPC order (NOTES.md step 127): every clustered persistent configuration takes its work through the place table
 // that a calibration launch measured. In GPC order and in launch order each must be exact; a table that gives two
 // clusters one place (so one place's tiles are never computed) must be rejected by the verification. The shape
-// makes several waves, so that every place has tiles of its own.
+// makes several waves, so that every place has tiles of its own, and N = 2880 gives most configurations a balanced
+// band other than their base (NOTES.md step 130: 128 x 256 walks one band of 12 cluster-columns, 128 x 192 one of
+// 15), so that the widths the rule picks run here too.
 TEST_F(HopperGpu, TheGpcOrderIsExactAndARepeatedPlaceIsCaught) {
-  const GemmCase c{shape_of(2048, 4096, 512), "bf16", "nt", "none"};
+  const GemmCase c{shape_of(2048, 2880, 512), "bf16", "nt", "none"};
   std::mt19937_64 rng(5);
   GemmProblem problem(c.shape, *lt_dtype(c.dtype), rng(), context_->stream(), 1, GemmVariant::of(c));
-  int ordered = 0;
+  int ordered = 0, balanced = 0;
   for (ours::HopperConfig config : ours::cluster_configs()) {
     if (!config.ordered_by_gpc() || config.stream_k) continue;   // (stream-K's owners would wait for the lost place)
     for (const bool gpc : {true, false}) {
@@ -387,11 +386,18 @@ TEST_F(HopperGpu, TheGpcOrderIsExactAndARepeatedPlaceIsCaught) {
       expect_caught(run_once(*kernel, problem, context_->stream(), ours::KernelSabotage::What::repeat_a_place),
                     problem, c.shape.n);
       ++ordered;
+      const int m_tiles = int((c.shape.m + config.block_m - 1) / config.block_m);
+      const int n_tiles = int((c.shape.n + config.block_n - 1) / config.block_n);
+      balanced += config.band_for(m_tiles, n_tiles) != config.raster_group ? 1 : 0;
     }
   }
   EXPECT_GE(ordered, 8);
+  EXPECT_GE(balanced, 3) << "the shape no longer gives the balanced bands a width of their own";
 }
 
+// The check itself must be able to fail: the right product with another bias (what a kernel reading the wrong
+// bias would write) is rejected far above the tolerance, and an output nothing wrote (still poisoned) is
+// rejected as unwritten.
 TEST_F(HopperGpu, TheCheckCatchesAWrongBiasAndAnUnwrittenOutput) {
   const GemmCase c{shape_of(256, 1024, 512), "bf16", "nt", "bias"};
   GemmProblem right(c.shape, *lt_dtype("bf16"), 11, context_->stream(), 1, GemmVariant::of(c));

@@ -186,7 +186,9 @@ class HopperGemm final : public OurKernel {
                   config_.family.c_str(), c.dtype.c_str(), c.layout.c_str(), config_.block_m, config_.block_n,
                   config_.block_k(),
                   stages(), config_.cluster_m, config_.cluster_n,
-                  config_.persistent ? ("persistent raster " + std::to_string(band_for(c.shape)) +
+                  config_.persistent ? ("persistent raster " +
+                                        std::to_string(config_.band_for(int(ceil_div(c.shape.m, config_.block_m)),
+                                                                        int(ceil_div(c.shape.n, config_.block_n)))) +
                                         (config_.bands_across_n() ? " cluster-columns" : "") +
                                         (config_.ordered_by_gpc() ? " in GPC order" : "")).c_str()
                                      : "one tile per CTA",
@@ -394,9 +396,6 @@ class HopperGemm final : public OurKernel {
   }
 
   int stages() const { return hopper_instance(instance_key(false)).stages; }
-  int band_for(const GemmShape& s) const {
-    return config_.band_for(ceil_div(s.m, config_.block_m), ceil_div(s.n, config_.block_n));
-  }
 
   // How many clusters of this configuration's size the first device holds at once (cudaOccupancyMaxActiveClusters
   // for the instance that runs: a cluster lives in one GPC, so on the H100 2x2 clusters get fewer than 132 / 4
@@ -473,10 +472,10 @@ std::string HopperConfig::name() const {
          (ordered_by_gpc() && !balanced_bands ? "_fixedbands" : "");
 }
 
-int HopperConfig::band_for(long long m_tiles, long long n_tiles) const {
+int HopperConfig::band_for(int m_tiles, int n_tiles) const {
   if (!ordered_by_gpc() || !balanced_bands) return raster_group;
-  const long long extent = bands_across_n() ? (n_tiles + cluster_n - 1) / cluster_n : (m_tiles + cluster_m - 1) / cluster_m;
-  return balanced_band_width(raster_group, int(std::min<long long>(extent, 1 << 30)));
+  return balanced_band_width(raster_group, bands_across_n() ? (n_tiles + cluster_n - 1) / cluster_n
+                                                            : (m_tiles + cluster_m - 1) / cluster_m);
 }
 
 namespace {

@@ -59,7 +59,7 @@ struct HopperConfig {
   // The bands' direction that GPC order takes (above): across N where the cluster shares B.
   bool bands_across_n() const { return ordered_by_gpc() && cluster_m > cluster_n; }
   // Cluster-rows (or, across N, cluster-columns) per band of the work order for an m_tiles x n_tiles grid.
-  int band_for(long long m_tiles, long long n_tiles) const;
+  int band_for(int m_tiles, int n_tiles) const;
   bool ping_pong() const { return schedule == "pingpong"; }
   // Elements of K per k-tile: one 128-byte row (128 fp8 or 64 bf16).
   int block_k() const { return fp8 ? 128 : 64; }
