@@ -22,6 +22,9 @@
 //                                  of Y; rests of 2x (the harness's) and 20x the batch: "carryover" lines, Y's
 //                                  median after each X, so that a predecessor's effect and whether a long rest
 //                                  removes it show (NOTES.md step 133)
+//   PROBE_PLACES=1                 for each clustered persistent configuration that verified, the place table of
+//                                  GPC order this process measured ("places" lines: cluster i -> place), so that
+//                                  runs in separate processes can be compared (NOTES.md step 134)
 //   PROBE_GRAPH_VS_STREAM=1        cuBLASLt and each configuration that verified timed three ways: the harness
 //                                  (a captured graph of ~2 ms of launches, flushed before each), the same batch as
 //                                  plain stream launches, and a graph captured here; "threeway" lines (NOTES.md
@@ -52,7 +55,9 @@
 #include "kernels/cuda/context.hpp"
 #include "kernels/cuda/cublaslt_gemm.hpp"
 #include "kernels/cuda/device.hpp"
+#include "kernels/cuda/ours/cluster_calibration.hpp"
 #include "kernels/cuda/ours/hopper_kernels.hpp"
+#include "kernels/cuda/ours/hopper_params.hpp"
 
 using namespace aispflow::kernels;
 using namespace aispflow::kernels::cuda;
@@ -161,6 +166,24 @@ class Batches {
 double median_of(std::vector<double> samples) {
   std::sort(samples.begin(), samples.end());
   return samples[samples.size() / 2];
+}
+
+// PROBE_PLACES: the GPC order's place table of a configuration, as bind() took it from the calibration (cached
+// per process: this call measures nothing new).
+void print_places(const nlohmann::json& config, const std::string& layout) {
+  if (!switched_on("PROBE_PLACES") || config.value("work_order", "") != "gpc") return;
+  const bool fp8 = config["tile"][2].get<int>() == 128;   // a k-tile of 128 bytes: 128 fp8 or 64 bf16 elements
+  const ours::HopperInstanceKey key{fp8,
+                                    config["tile"][0].get<int>(), config["tile"][1].get<int>(), layout == "nn",
+                                    config["schedule"].get<std::string>() == "pingpong",
+                                    config["promotion_interval"].get<int>()};
+  const int cluster = config["cluster"][0].get<int>() * config["cluster"][1].get<int>();
+  const int clusters = config.value("co_resident_clusters", 0);
+  const auto places =
+      ours::measured_gpc_places(cluster, clusters, std::size_t(ours::hopper_instance(key).smem_bytes));
+  std::printf("  places %-40s", config["name"].get<std::string>().c_str());
+  for (int place : places) std::printf(" %d", place);
+  std::printf("\n");
 }
 
 // PROBE_GRAPH_VS_STREAM: one piece of work timed by the harness, as plain stream batches and as a graph of the same
@@ -503,6 +526,7 @@ int main(int argc, char** argv) {
                     flops / ms / 1e9, lt_ms > 0 ? lt_ms / ms : 0.0);
         sustain(config["name"].get<std::string>(), launch, copies, ctx.stream());
         verified.emplace_back(config["name"].get<std::string>(), launch);
+        print_places(config, cs.layout);
         time_three_ways(ctx.harness(), timing, config["name"].get<std::string>(), launch, copies);
       } catch (const std::exception& e) {
         std::printf("  %-40s ERROR %s\n", id.c_str(), e.what());

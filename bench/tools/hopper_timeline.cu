@@ -10,18 +10,30 @@
 //   TIMELINE_CSV=path                   also append every stamp to a CSV (dump_csv below), for plots across CTAs
 //   TIMELINE_SKEW_NS=ns                 hold every other pair of CTAs back that long at entry (an experiment: do
 //                                       the CTAs' simultaneous transitions slow each other?)
+//   TIMELINE_REGIMES=1                  also time one launch between two marker kernels (%globaltimer) in three
+//                                       regimes: "lone" (the harness's: L2 flushed, the stream gated, one launch),
+//                                       "noflush" (the same without the flush: the kernel's code and the driver's
+//                                       state stay in L2, the operands are still cold copies) and "after itself"
+//                                       (right behind a launch of the same kernel on another copy); for cuBLASLt's
+//                                       heuristic top, the plain build and the stamped one, whose phases are printed
+//                                       for the lone and the after-itself launch (NOTES.md step 134: where a lone
+//                                       launch's extra microseconds go)
 // Stamps cost a store each; the timed figure is printed beside the plain build's so the perturbation shows.
 // Only the instances instrumented below run; others are skipped with a message.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "kernels/cuda/blocking.hpp"
 #include "kernels/cuda/ours/hopper_timeline.hpp"
 
 namespace {
@@ -48,6 +60,10 @@ __device__ __forceinline__ unsigned long long global_ns() {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
+
+// TIMELINE_REGIMES' markers: one thread stores %globaltimer, so that the span from the marker before a launch to
+// the marker after it holds the launch's start and end as the harness's events do, on the CTAs' own clock.
+__global__ void mark_time(unsigned long long* slot) { *slot = global_ns(); }
 
 }  // namespace
 
@@ -76,6 +92,7 @@ __device__ __forceinline__ void hopper_timeline_entry() {
 #define AISPFLOW_HOPPER_TIMELINE 1
 #include "kernels/cuda/ours/hopper_gemm.cuh"
 
+#include "bench/tools/lt_heuristic_top.hpp"
 #include "bench/tools/probe_shape.hpp"
 #include "kernels/cuda/candidate_search.hpp"
 #include "kernels/cuda/context.hpp"
@@ -139,7 +156,10 @@ void dump_csv(const char* path, const std::string& label, const std::vector<CtaT
   std::fclose(f);
 }
 
-void report(const std::vector<CtaTimeline>& ctas, int k_tiles_first_unit, int bm, int bn, const std::string& label) {
+// `mark_before` / `mark_after`: TIMELINE_REGIMES' markers around the launch (%globaltimer; 0 = none), which place
+// the first CTA's entry and the last CTA's exit against the stream's order.
+void report(const std::vector<CtaTimeline>& ctas, int k_tiles_first_unit, int bm, int bn, const std::string& label,
+            unsigned long long mark_before = 0, unsigned long long mark_after = 0) {
   std::vector<double> ghz;
   unsigned long long first_entry = ~0ull, last_exit = 0;
   for (const auto& t : ctas) {
@@ -219,6 +239,10 @@ void report(const std::vector<CtaTimeline>& ctas, int k_tiles_first_unit, int bm
   std::printf("    %d CTAs on %ld SMs, SM clock %.3f GHz (clock64 against %%globaltimer); kernel span %.2f us (first "
               "entry to last exit)\n",
               ctas_stamped, long(distinct), clock_ghz, double(last_exit - first_entry) / 1e3);
+  if (mark_before && mark_after)
+    std::printf("    marker before -> first entry %.2f us, last exit -> marker after %.2f us (of %.2f us)\n",
+                double(first_entry - mark_before) / 1e3, double(mark_after - last_exit) / 1e3,
+                double(mark_after - mark_before) / 1e3);
   phases.push_back(tail);
   for (const auto& ph : phases)
     if (!ph.ns.empty())
@@ -242,6 +266,76 @@ void report(const std::vector<CtaTimeline>& ctas, int k_tiles_first_unit, int bm
                 u, u - 1, median(ph.ns), maximum(ph.ns), median(unit_next[u].ns), median(unit_setup[u].ns),
                 median(unit_wait[u].ns), median(unit_issue[u].ns), u - 1, median(unit_loop[u].ns), ph.ns.size());
 }
+
+void clear_stamps(cudaStream_t stream) {
+  void* stamps = nullptr;
+  AISPFLOW_CUDA_CHECK(cudaGetSymbolAddress(&stamps, g_timeline));
+  AISPFLOW_CUDA_CHECK(cudaMemsetAsync(stamps, 0, sizeof(CtaTimeline) * kMaxCtas, stream));
+}
+
+// Every CTA's stamps since the last clear_stamps (waits for the stream).
+std::vector<CtaTimeline> read_stamps(cudaStream_t stream) {
+  void* stamps = nullptr;
+  AISPFLOW_CUDA_CHECK(cudaGetSymbolAddress(&stamps, g_timeline));
+  std::vector<CtaTimeline> host(kMaxCtas);
+  AISPFLOW_CUDA_CHECK(
+      cudaMemcpyAsync(host.data(), stamps, sizeof(CtaTimeline) * kMaxCtas, cudaMemcpyDeviceToHost, stream));
+  AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return host;
+}
+
+// TIMELINE_REGIMES: one launch between two markers, the stream gated so that the host's enqueueing is not in the
+// span, in one of three regimes (see the header); a rest of twice the span after each, as the harness rests.
+enum class Regime { lone, noflush, after_itself };
+const char* regime_name(Regime r) {
+  return r == Regime::lone ? "lone" : r == Regime::noflush ? "noflush" : "after itself";
+}
+
+class MarkedSpans {
+ public:
+  explicit MarkedSpans(Harness& harness) : harness_(harness) {
+    AISPFLOW_CUDA_CHECK(cudaMalloc(&slots_, 2 * sizeof(unsigned long long)));
+  }
+  ~MarkedSpans() { cudaFree(slots_); }
+  MarkedSpans(const MarkedSpans&) = delete;
+  MarkedSpans& operator=(const MarkedSpans&) = delete;
+
+  // The marker-to-marker span of one launch on `copy` (ns); `launch_on(copy)` enqueues the work on the stream.
+  double span_ns(Regime regime, const std::function<void(int)>& launch_on, int copy, int copies) {
+    cudaStream_t stream = harness_.stream();
+    if (regime == Regime::lone) harness_.flush_l2();
+    gate_.close(stream);
+    if (regime == Regime::after_itself) launch_on((copy + copies - 1) % copies);
+    mark_time<<<1, 1, 0, stream>>>(slots_);
+    launch_on(copy);
+    mark_time<<<1, 1, 0, stream>>>(slots_ + 1);
+    gate_.open();
+    AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
+    AISPFLOW_CUDA_CHECK(cudaMemcpy(marks_, slots_, sizeof marks_, cudaMemcpyDeviceToHost));
+    const double ns = double(marks_[1] - marks_[0]);
+    std::this_thread::sleep_for(std::chrono::duration<double, std::nano>(2.0 * ns));
+    return ns;
+  }
+  // The median span of 21 launches in each regime, the copies rotating; printed on one line.
+  void print_medians(const std::string& what, const std::function<void(int)>& launch_on, int copies) {
+    std::printf("    regimes %-34s", what.c_str());
+    for (Regime r : {Regime::lone, Regime::noflush, Regime::after_itself}) {
+      std::vector<double> ns;
+      for (int i = 0; i < 21; ++i) ns.push_back(span_ns(r, launch_on, i % copies, copies));
+      std::printf("  %s %.2f us", regime_name(r), median(ns) / 1e3);
+    }
+    std::printf("\n");
+  }
+  // The last span_ns's markers (%globaltimer, ns): before the launch and after it.
+  unsigned long long last_before() const { return marks_[0]; }
+  unsigned long long last_after() const { return marks_[1]; }
+
+ private:
+  Harness& harness_;
+  StreamGate gate_;
+  unsigned long long* slots_ = nullptr;
+  unsigned long long marks_[2] = {};
+};
 
 }  // namespace
 
@@ -271,6 +365,9 @@ int main(int argc, char** argv) {
     AISPFLOW_CUDA_CHECK(cudaMemcpyToSymbol(g_entry_skew_ns, &ns, sizeof ns));
     std::printf("(every other pair of CTAs held back %llu ns at entry)\n", ns);
   }
+  std::unique_ptr<MarkedSpans> regimes;
+  if (const char* on = std::getenv("TIMELINE_REGIMES"); on && std::string(on) == "1")
+    regimes = std::make_unique<MarkedSpans>(ctx.harness());
   TimingPolicy timing;
   timing.budget_s = 0.3;
   timing.max_samples = 40;
@@ -286,6 +383,12 @@ int main(int argc, char** argv) {
     const int copies = operand_copies_for(timing, s, *spec, 0);
     GemmProblem problem(s, *spec, rng(), ctx.stream(), copies, GemmVariant::of(gc));
     std::printf("== %s  (%d operand copies)\n", case_text.c_str(), copies);
+    if (regimes) {
+      try {
+        if (const auto top = aispflow::bench::lt_heuristic_top(ctx, problem))
+          regimes->print_medians("cublasLt heuristic top", [&](int copy) { (*top)(ctx.stream(), copy); }, copies);
+      } catch (const std::exception& e) { std::printf("    cublasLt: %s\n", e.what()); }
+    }
     for (const auto& k : kernels) {
       const auto config = k->config();
       const std::string name = config["name"].get<std::string>();
@@ -317,28 +420,32 @@ int main(int argc, char** argv) {
           BoundLaunch launch = k->bind(problem);
           if (!verified(launch, "plain")) continue;
           plain_ms = ctx.harness().time(timing, rotating_launch(launch, copies)).stats.median_ms;
+          if (regimes) regimes->print_medians("plain build", [&](int copy) { launch(ctx.stream(), copy); }, copies);
         }
         const ours::HopperInstanceOverride use_timeline(key, found->second);
         BoundLaunch launch = k->bind(problem);
         if (!verified(launch, "timeline")) continue;
         const double ms = ctx.harness().time(timing, rotating_launch(launch, copies)).stats.median_ms;
-        // The stamps of the last of a round over the copies (it reads operands the round has not touched since),
-        // cleared just before it.
-        void* stamps = nullptr;
-        AISPFLOW_CUDA_CHECK(cudaGetSymbolAddress(&stamps, g_timeline));
-        for (int copy = 0; copy < copies; ++copy) {
-          if (copy + 1 == copies)
-            AISPFLOW_CUDA_CHECK(cudaMemsetAsync(stamps, 0, sizeof(CtaTimeline) * kMaxCtas, ctx.stream()));
-          launch(ctx.stream(), copy);
-        }
-        std::vector<CtaTimeline> host(kMaxCtas);
-        AISPFLOW_CUDA_CHECK(cudaMemcpyAsync(host.data(), stamps, sizeof(CtaTimeline) * kMaxCtas,
-                                            cudaMemcpyDeviceToHost, ctx.stream()));
-        AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+        // The stamps of the last of a round over the copies (it reads operands the round has not touched since).
+        for (int copy = 0; copy + 1 < copies; ++copy) launch(ctx.stream(), copy);
+        clear_stamps(ctx.stream());
+        launch(ctx.stream(), copies - 1);
+        const auto host = read_stamps(ctx.stream());
         std::printf("  %-40s verified  %.4f ms with stamps, %.4f ms without\n", name.c_str(), ms, plain_ms);
         const int bk = config["tile"][2].get<int>();   // elements of K a k-tile: 64 bf16, 128 fp8
         const int k_tiles = int((s.k + bk - 1) / bk);
         report(host, k_tiles, bm, bn, case_text + " " + name);
+        if (regimes) {
+          regimes->print_medians("stamped build", [&](int copy) { launch(ctx.stream(), copy); }, copies);
+          for (Regime r : {Regime::lone, Regime::after_itself}) {
+            // The stamps of the timed launch (after itself: the one before it stamps first, and is overwritten).
+            clear_stamps(ctx.stream());
+            regimes->span_ns(r, [&](int copy) { launch(ctx.stream(), copy); }, 1 % copies, copies);
+            std::printf("   %s launch:\n", regime_name(r));
+            report(read_stamps(ctx.stream()), k_tiles, bm, bn, case_text + " " + name + " " + regime_name(r),
+                   regimes->last_before(), regimes->last_after());
+          }
+        }
       } catch (const std::exception& e) {
         std::printf("  %-40s ERROR %s\n", name.c_str(), e.what());
         cudaGetLastError();
