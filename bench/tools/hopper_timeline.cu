@@ -18,6 +18,10 @@
 //                                       heuristic top, the plain build and the stamped one, whose phases are printed
 //                                       for the lone and the after-itself launch (NOTES.md step 134: where a lone
 //                                       launch's extra microseconds go)
+//   TIMELINE_AFTER=name                 with TIMELINE_REGIMES, a fourth regime: "after" that configuration (the
+//                                       library's build), as an interleaved round samples it: one launch of it, a
+//                                       rest of twice the span, the flush, then the launch timed (step 132's
+//                                       carry-over: does the predecessor change the clock the launch runs at?)
 // Stamps cost a store each; the timed figure is printed beside the plain build's so the perturbation shows.
 // Only the instances instrumented below run; others are skipped with a message.
 #include <algorithm>
@@ -285,11 +289,8 @@ std::vector<CtaTimeline> read_stamps(cudaStream_t stream) {
 }
 
 // TIMELINE_REGIMES: one launch between two markers, the stream gated so that the host's enqueueing is not in the
-// span, in one of three regimes (see the header); a rest of twice the span after each, as the harness rests.
-enum class Regime { lone, noflush, after_itself };
-const char* regime_name(Regime r) {
-  return r == Regime::lone ? "lone" : r == Regime::noflush ? "noflush" : "after itself";
-}
+// span, in one of the regimes of the header; a rest of twice the span after each, as the harness rests.
+enum class Regime { lone, noflush, after_itself, after_other };
 
 class MarkedSpans {
  public:
@@ -300,10 +301,36 @@ class MarkedSpans {
   MarkedSpans(const MarkedSpans&) = delete;
   MarkedSpans& operator=(const MarkedSpans&) = delete;
 
+  // TIMELINE_AFTER's predecessor: its name and its launch on a copy.
+  void set_other(std::string name, std::function<void(int)> launch_on) {
+    other_name_ = std::move(name);
+    other_ = std::move(launch_on);
+  }
+  std::string name(Regime r) const {
+    switch (r) {
+      case Regime::lone: return "lone";
+      case Regime::noflush: return "noflush";
+      case Regime::after_itself: return "after itself";
+      case Regime::after_other: return "after " + other_name_;
+    }
+    return "";
+  }
+  // The regimes this run measures: the three of the header, and `after_other` where TIMELINE_AFTER named one.
+  std::vector<Regime> all() const {
+    std::vector<Regime> out = {Regime::lone, Regime::noflush, Regime::after_itself};
+    if (other_) out.push_back(Regime::after_other);
+    return out;
+  }
+
   // The marker-to-marker span of one launch on `copy` (ns); `launch_on(copy)` enqueues the work on the stream.
   double span_ns(Regime regime, const std::function<void(int)>& launch_on, int copy, int copies) {
     cudaStream_t stream = harness_.stream();
-    if (regime == Regime::lone) harness_.flush_l2();
+    if (regime == Regime::after_other) {   // the predecessor's sample and its rest, as in an interleaved round
+      other_((copy + copies - 1) % copies);
+      AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
+      std::this_thread::sleep_for(std::chrono::duration<double, std::nano>(2.0 * double(marks_[1] - marks_[0])));
+    }
+    if (regime == Regime::lone || regime == Regime::after_other) harness_.flush_l2();
     gate_.close(stream);
     if (regime == Regime::after_itself) launch_on((copy + copies - 1) % copies);
     mark_time<<<1, 1, 0, stream>>>(slots_);
@@ -319,10 +346,10 @@ class MarkedSpans {
   // The median span of 21 launches in each regime, the copies rotating; printed on one line.
   void print_medians(const std::string& what, const std::function<void(int)>& launch_on, int copies) {
     std::printf("    regimes %-34s", what.c_str());
-    for (Regime r : {Regime::lone, Regime::noflush, Regime::after_itself}) {
+    for (Regime r : all()) {
       std::vector<double> ns;
       for (int i = 0; i < 21; ++i) ns.push_back(span_ns(r, launch_on, i % copies, copies));
-      std::printf("  %s %.2f us", regime_name(r), median(ns) / 1e3);
+      std::printf("  %s %.2f us", name(r).c_str(), median(ns) / 1e3);
     }
     std::printf("\n");
   }
@@ -335,6 +362,8 @@ class MarkedSpans {
   StreamGate gate_;
   unsigned long long* slots_ = nullptr;
   unsigned long long marks_[2] = {};
+  std::string other_name_;
+  std::function<void(int)> other_;
 };
 
 }  // namespace
@@ -383,6 +412,16 @@ int main(int argc, char** argv) {
     const int copies = operand_copies_for(timing, s, *spec, 0);
     GemmProblem problem(s, *spec, rng(), ctx.stream(), copies, GemmVariant::of(gc));
     std::printf("== %s  (%d operand copies)\n", case_text.c_str(), copies);
+    BoundLaunch predecessor;   // TIMELINE_AFTER's, bound before any override: the library's build
+    if (const char* after = std::getenv("TIMELINE_AFTER"); regimes && after) {
+      for (const auto& k : kernels)
+        if (k->config()["name"].get<std::string>() == after && !k->unsupported(gc)) predecessor = k->bind(problem);
+      if (!predecessor) {
+        std::fprintf(stderr, "TIMELINE_AFTER=%s: no configuration of that name runs this case\n", after);
+        return 2;
+      }
+      regimes->set_other(after, [&](int copy) { predecessor(ctx.stream(), copy); });
+    }
     if (regimes) {
       try {
         if (const auto top = aispflow::bench::lt_heuristic_top(ctx, problem))
@@ -437,12 +476,13 @@ int main(int argc, char** argv) {
         report(host, k_tiles, bm, bn, case_text + " " + name);
         if (regimes) {
           regimes->print_medians("stamped build", [&](int copy) { launch(ctx.stream(), copy); }, copies);
-          for (Regime r : {Regime::lone, Regime::after_itself}) {
+          for (Regime r : regimes->all()) {
+            if (r == Regime::noflush) continue;
             // The stamps of the timed launch (after itself: the one before it stamps first, and is overwritten).
             clear_stamps(ctx.stream());
             regimes->span_ns(r, [&](int copy) { launch(ctx.stream(), copy); }, 1 % copies, copies);
-            std::printf("   %s launch:\n", regime_name(r));
-            report(read_stamps(ctx.stream()), k_tiles, bm, bn, case_text + " " + name + " " + regime_name(r),
+            std::printf("   %s launch:\n", regimes->name(r).c_str());
+            report(read_stamps(ctx.stream()), k_tiles, bm, bn, case_text + " " + name + " " + regimes->name(r),
                    regimes->last_before(), regimes->last_after());
           }
         }

@@ -17,9 +17,10 @@
 //     max samples from the TimingPolicy); several pieces of work timed together (time_interleaved: autotune's
 //     finalists) are sampled in rounds, one sample of each per round, in an order shuffled every round
 //     (interleaved_round_order): the rest does not make a sample fully independent of its predecessor (NOTES.md
-//     step 132 measured 1.5-5 % on one-launch samples, and batches of launches show none: step 133; a lone
-//     launch runs its cycles at a lower SM clock than one right behind another, cuBLASLt's and ours alike:
-//     step 134), so no candidate may always follow the same one;
+//     step 132 measured 1.5-5 % on one-launch samples: a kernel whose code did not run last starts with cold
+//     instruction caches, which the flush does not warm: step 135), so no candidate may always follow the same
+//     one. A winner's reported time comes from its confirmation round, timed on its own (warm code, as any
+//     back-to-back loop measures);
 //   - L2 is flushed before every sample by writing a buffer of at least twice its size, unless the policy
 //     says warm cache (flush_cache=false). Within one graph sample the launches share a warm L2: the
 //     record says so (timing.l2 = "flushed before each batch of N launches");
