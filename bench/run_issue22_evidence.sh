@@ -9,14 +9,14 @@
 #   tar xJf .gpu-lead/issue22.tar.xz && AISPFLOW_COMMIT=<commit> bench/run_issue22_evidence.sh
 # $OUT gets tests.tgz and one <workflow>.tgz per workflow (bench/run_gpu_workflow.sh's layout).
 # ISSUE22_STEPS (default "tests probe workflows") runs a part, e.g. to split the work over two device calls;
-# ISSUE22_TESTS names the test binaries (default all five; a bundle trimmed to fit the carry may hold fewer).
+# ISSUE22_TESTS names the test binaries (default all six, the harness's test_cuda_backend included; a bundle trimmed to fit the carry may hold fewer).
 set -uo pipefail
 if [ "${1:-}" = "--pack" ]; then
   build=$2
   rm -rf .gpu
   ../shared/tools/gpu-bundle.sh .gpu "$build/aispflow" "$build/tests/test_hopper_kernels" "$build/tests/test_unaligned" \
     "$build/tests/test_gemm_checks" "$build/tests/test_cutlass" "$build/tests/test_tensor_pipe" \
-    "$build/bench/hopper_probe" > /dev/null
+    "$build/tests/test_cuda_backend" "$build/bench/hopper_probe" > /dev/null
   cp "$build/libaispflow_cuda.so" "$build/aispflow-keeper" .gpu/bin/
   cp -r "$build/plugins" .gpu/plugins
   # The workflow names its plugin relative to itself: point it into the bundle.
@@ -33,7 +33,7 @@ mkdir -p "$out" /tmp/tests
 export NCCL_NVLS_ENABLE=0
 steps=" ${ISSUE22_STEPS:-tests probe workflows} "
 if [[ $steps == *" tests "* ]]; then
-  for t in ${ISSUE22_TESTS:-test_hopper_kernels test_unaligned test_gemm_checks test_cutlass test_tensor_pipe}; do
+  for t in ${ISSUE22_TESTS:-test_hopper_kernels test_unaligned test_gemm_checks test_cutlass test_tensor_pipe test_cuda_backend}; do
     timeout 180 .gpu/run "$t" > "/tmp/tests/$t.log" 2>&1
     echo "exit $?" >> "/tmp/tests/$t.log"
     tail -n 3 "/tmp/tests/$t.log"

@@ -42,7 +42,10 @@ nlohmann::json Measurement::timing_json() const {
   j["launches_per_sample"] = launches_per_sample;
   if (interleaved_with > 0)
     j["interleaved"] = "sampled in rounds with " + std::to_string(interleaved_with) +
-                       " other candidate(s), in a shuffled order each round";
+                       " other candidate(s), in a shuffled order each round" +
+                       (primed ? "; each sample right after an untimed launch of the same work and its rest, so that "
+                                 "its code is warm whatever ran before (as in a confirmation round)"
+                               : "");
   if (!l2_flushed)
     j["l2"] = "warm (not flushed)";
   else if (graph && operand_copies > 1)
@@ -130,6 +133,7 @@ struct Harness::Prepared {
   Graph graph;
   bool use_graph = false;
   int launches_per_sample = 1;
+  double last_ms = 0;   // the last sample's time (a whole sample: all its launches), for prime()'s rest
   std::string note;   // why it is not timed as a graph although it is short (a warning of the measurement)
 };
 
@@ -143,6 +147,7 @@ void Harness::prepare(const TimingPolicy& policy, Prepared& p) {
   // Size the sample: one flushed launch tells whether launch overhead would dominate.
   if (policy.flush_cache) flush_l2();
   const double estimate_ms = time_once_ms(p.launch);
+  p.last_ms = estimate_ms;
   if (estimate_ms >= kGraphThresholdMs) return;
   p.use_graph = true;
   p.launches_per_sample =
@@ -192,9 +197,22 @@ double Harness::sample_ms(Prepared& p) {
   const double ms = p.use_graph ? gated_event_ms([&](cudaStream_t s) { AISPFLOW_CUDA_CHECK(cudaGraphLaunch(p.graph.exec, s)); })
                                 : time_once_ms(p.launch);
   // Rest (see the header): keeps the chip out of its power limiter, so samples do not depend on history.
+  p.last_ms = ms;
   if (p.rest_factor > 0)
     std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(std::min(p.rest_factor * ms, kMaxRestMs)));
   return ms / p.launches_per_sample;
+}
+
+bool Harness::prime(Prepared& p) {
+  // A graph sample's launches follow one another (only its first starts cold): nothing to do.
+  if (p.use_graph) return false;
+  p.launch(stream_);
+  AISPFLOW_CUDA_CHECK_LAUNCH();
+  AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  if (p.rest_factor > 0)
+    std::this_thread::sleep_for(
+        std::chrono::duration<double, std::milli>(std::min(p.rest_factor * p.last_ms, kMaxRestMs)));
+  return true;
 }
 
 std::vector<Measurement> Harness::time_interleaved(const TimingPolicy& policy,
@@ -213,6 +231,7 @@ std::vector<Measurement> Harness::time_interleaved(const TimingPolicy& policy,
 
   const auto clocks_before = Nvml::instance().clocks(pci_bus_id_);
   std::vector<TimingStats> stats;
+  std::vector<bool> primed(work.size(), false);   // interleaved one-launch work (see the rounds below)
   if (work.size() == 1) {
     TimingPolicy sampling = policy;
     sampling.warmup = 0;   // prepare() warmed up already
@@ -221,10 +240,16 @@ std::vector<Measurement> Harness::time_interleaved(const TimingPolicy& policy,
     // kernels::measure's policy applied to several pieces of work in rounds (one sample of each per
     // round), so all of them see the same clocks, temperature and power state: comparisons between
     // candidates are fair even while the chip heats up or hits its power cap.
+    // Each one-launch sample is primed: an untimed launch of the same work and its rest come first, so that what
+    // precedes the sample is what precedes it in a confirmation round. Without it, a sample right after another
+    // kernel started with cold instruction caches (the L2 flush does not warm them) and ran 1-5 % slower on an
+    // H100, except after a candidate running the same compiled kernel (NOTES.md step 135): the rounds favoured
+    // candidates with siblings among the finalists, and measured a state the reported time does not.
     std::vector<std::vector<double>> samples(work.size());
     const auto start = std::chrono::steady_clock::now();
     for (int round = 1;; ++round) {
       for (std::size_t i : interleaved_round_order(round, work.size())) {   // shuffled: no fixed predecessor
+        primed[i] = prime(*work[i]) || primed[i];
         if (between) between();
         samples[i].push_back(sample_ms(*work[i]));
       }
@@ -248,6 +273,7 @@ std::vector<Measurement> Harness::time_interleaved(const TimingPolicy& policy,
     m.l2_flushed = policy.flush_cache;
     m.rest_factor = policy.rest_factor;
     m.interleaved_with = int(work.size()) - 1;
+    m.primed = primed[i];
     m.clocks_before = clocks_before;
     m.clocks_after = clocks_after;
     add_warnings(m, policy);

@@ -19,8 +19,9 @@
 //     (interleaved_round_order): the rest does not make a sample fully independent of its predecessor (NOTES.md
 //     step 132 measured 1.5-5 % on one-launch samples: a kernel whose code did not run last starts with cold
 //     instruction caches, which the flush does not warm: step 135), so no candidate may always follow the same
-//     one. A winner's reported time comes from its confirmation round, timed on its own (warm code, as any
-//     back-to-back loop measures);
+//     one, and each one-launch sample is primed by an untimed launch of itself and its rest, so that every
+//     sample starts as the confirmation round's do (warm code; a winner's reported time comes from that round,
+//     timed on its own, as any back-to-back loop measures);
 //   - L2 is flushed before every sample by writing a buffer of at least twice its size, unless the policy
 //     says warm cache (flush_cache=false). Within one graph sample the launches share a warm L2: the
 //     record says so (timing.l2 = "flushed before each batch of N launches");
@@ -52,6 +53,7 @@ struct Measurement {
   bool graph = false;                    // timed as replays of a CUDA graph
   bool l2_flushed = false;
   int interleaved_with = 0;              // other pieces of work sampled in the same rounds
+  bool primed = false;                   // in those rounds each sample came right after an untimed launch of itself
   int operand_copies = 1;                // set by the caller when its launches rotate over operand copies
   double rest_factor = 2.0;              // the policy's rest after each sample
   std::optional<ClockReading> clocks_before, clocks_after;
@@ -102,6 +104,9 @@ class Harness {
   struct Prepared;
   void prepare(const TimingPolicy& policy, Prepared& p);   // warm-up, estimate, graph capture if short
   double sample_ms(Prepared& p);                            // one sample, per launch
+  // Before an interleaved one-launch sample: one untimed launch of the same work, then its rest, so that the sample
+  // follows itself as in a confirmation round (its code warm). False for graph samples, which need none.
+  bool prime(Prepared& p);
   // Milliseconds between events recorded around `work` on the stream, with the stream held at the gate
   // while it is enqueued (so the host's enqueue time is not what the events measure).
   double gated_event_ms(const std::function<void(cudaStream_t)>& work);

@@ -409,6 +409,43 @@ TEST_F(CudaGpu, HarnessTimesUncapturableWorkPerLaunchAndSaysSo) {
   for (const auto& w : plain.warnings) EXPECT_EQ(w.find("not capturable"), std::string::npos) << w;
 }
 
+// Interleaved rounds prime each one-launch sample with an untimed launch of the same work (NOTES.md step 135: a
+// sample right after another kernel started with cold instruction caches), and say so; graph samples are not primed.
+// Counted on the host: every call of a work's launch function is one launch of it.
+TEST_F(CudaGpu, InterleavedOneLaunchSamplesArePrimedGraphSamplesAreNot) {
+  DeviceBuffer small(4096), big(std::size_t(256) << 20);
+  int big_calls = 0, small_calls = 0;
+  TimingPolicy p = quick();
+  p.min_samples = 4;
+  p.max_samples = 4;
+  const auto measured = ctx().harness().time_interleaved(
+      p, {[&](cudaStream_t s) {
+            ++big_calls;
+            AISPFLOW_CUDA_CHECK(cudaMemsetAsync(big.get(), 2, big.bytes(), s));
+          },
+          [&](cudaStream_t s) {
+            ++small_calls;
+            AISPFLOW_CUDA_CHECK(cudaMemsetAsync(small.get(), 1, small.bytes(), s));
+          }});
+  ASSERT_EQ(measured.size(), 2u);
+  const Measurement& large = measured[0];
+  const Measurement& tiny = measured[1];
+  ASSERT_FALSE(large.graph);
+  ASSERT_TRUE(tiny.graph);
+  ASSERT_EQ(large.stats.samples, 4);
+  ASSERT_EQ(tiny.stats.samples, 4);
+  // Warm-up, the sizing launch, then a prime and a sample each round.
+  EXPECT_EQ(big_calls, p.warmup + 1 + 2 * large.stats.samples);
+  EXPECT_TRUE(large.primed);
+  EXPECT_NE(large.timing_json()["interleaved"].get<std::string>().find("untimed launch of the same work"),
+            std::string::npos)
+      << large.timing_json().dump();
+  // Warm-up, the sizing launch, the captured launches; the graph replays call nothing.
+  EXPECT_EQ(small_calls, p.warmup + 1 + tiny.launches_per_sample);
+  EXPECT_FALSE(tiny.primed);
+  EXPECT_EQ(tiny.timing_json()["interleaved"].get<std::string>().find("untimed launch"), std::string::npos);
+}
+
 TEST_F(CudaGpu, BackendDescribesTheMachine) {
   auto backend = make_cuda_backend();
   const auto f = backend->fingerprint();
