@@ -9,7 +9,8 @@
 #   tar xJf .gpu-lead/issue22.tar.xz && AISPFLOW_COMMIT=<commit> bench/run_issue22_evidence.sh
 # $OUT gets tests.tgz and one <workflow>.tgz per workflow (bench/run_gpu_workflow.sh's layout).
 # ISSUE22_STEPS (default "tests probe workflows") runs a part, e.g. to split the work over two device calls;
-# ISSUE22_TESTS names the test binaries (default all six, the harness's test_cuda_backend included; a bundle trimmed to fit the carry may hold fewer).
+# ISSUE22_TESTS names the test binaries (default all six, the harness's test_cuda_backend included; a bundle
+# trimmed to fit the carry may hold fewer).
 set -uo pipefail
 if [ "${1:-}" = "--pack" ]; then
   build=$2
