@@ -112,7 +112,7 @@ nlohmann::json to_json(const PickConstants& c) {
 // issue22/run-8a141a2's 61 (41 of 43: bf16 moe_down and 4096 x 2880 x 2880 nn, both won by a 1x2 pair); scanned
 // alone (fit_pick_model --scan), -0.05 to -0.003 pick 60 of 61 (all 43), so it is -0.0125: a 1x2 pair in GPC order
 // costs no more than a 2x1. Held out on rerun-8a141a2: 60 of 61, all 43 (fp8 3000 x 5000 x 2001 at 0.960). Every
-// run named here but run-8a141a2 and rerun-8a141a2 is archived (issue22/README.md).
+// run named here but run-8a141a2 is archived (issue22/README.md; rerun-8a141a2 in superseded-runs-16.tar.xz).
 // Earlier fits had several basins (penalties 20-100, seeds 11-12: tile efficiencies up to 15 % apart, 54-56 of 61).
 const PickConstants& h100_pick_constants() {
   static const PickConstants c = [] {
