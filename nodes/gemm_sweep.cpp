@@ -315,7 +315,7 @@ class GemmSweepNode final : public NodeType {
         {"provider_options", ParamKind::map, json(), false,
          "per provider options, e.g. {ours.cluster: {autotune: true}} (docs/nodes.md)"},
         {"timing", ParamKind::map, json(), false,
-         "warmup, min_samples, max_samples, target_stdrel, budget_s (per measurement), flush_cache"},
+         "warmup, min_samples, max_samples, target_stdrel, budget_s (per measurement), flush_cache, rest, code"},
         {"max_shapes", ParamKind::integer, json(), false, "sweep only the first N shapes (quick runs)"},
         {"filter", ParamKind::string, json(), false, "keep shapes whose name contains this text"},
     };

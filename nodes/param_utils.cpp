@@ -102,7 +102,7 @@ kernels::TimingPolicy timing_policy(const json& params, const std::string& field
   const json& t = params[field];
   if (!t.is_object())
     throw std::invalid_argument(field + ": expected a map (warmup, min_samples, max_samples, target_stdrel, "
-                                        "budget_s, flush_cache), got " + t.dump());
+                                        "budget_s, flush_cache, rest, code), got " + t.dump());
   for (auto it = t.begin(); it != t.end(); ++it) {
     const std::string& key = it.key();
     const json& v = it.value();
@@ -120,9 +120,11 @@ kernels::TimingPolicy timing_policy(const json& params, const std::string& field
       if (!v.is_boolean()) throw std::invalid_argument(where + ": expected true or false, got " + v.dump());
     } else if (key == "rest") {
       (void)kernels::TimingPolicy::parse_rest(v);
+    } else if (key == "code") {
+      (void)kernels::TimingPolicy::parse_code(v);
     } else {
       throw std::invalid_argument(where + ": unknown timing field (expected warmup, min_samples, max_samples, "
-                                          "target_stdrel, budget_s, flush_cache, rest)");
+                                          "target_stdrel, budget_s, flush_cache, rest, code)");
     }
   }
   if (t.contains("min_samples") && t.contains("max_samples") &&

@@ -22,6 +22,8 @@
 //                                  of Y; rests of 2x (the harness's) and 20x the batch: "carryover" lines, Y's
 //                                  median after each X, so that a predecessor's effect and whether a long rest
 //                                  removes it show (NOTES.md step 133)
+//   PROBE_COLD_CODE=1              every timing with `timing.code: cold`: the SMs' instruction caches evicted before
+//                                  each sample (kernels/cuda/code_eviction.hpp), as in a pipeline (NOTES.md step 137)
 //   PROBE_PLACES=1                 for each clustered persistent configuration that verified, the place table of
 //                                  GPC order this process measured ("places" lines: cluster i -> place), so that
 //                                  runs in separate processes can be compared (NOTES.md step 134)
@@ -323,6 +325,7 @@ int main(int argc, char** argv) {
   TimingPolicy timing;
   timing.budget_s = 0.3;
   timing.max_samples = 40;
+  timing.cold_code = switched_on("PROBE_COLD_CODE");   // timing.code: cold (NOTES.md step 137)
   std::vector<std::unique_ptr<OurKernel>> kernels = ours::wgmma_kernels();
   for (auto& k : ours::cluster_kernels()) kernels.push_back(std::move(k));
   // The raster experiments below add a configuration once per band, named <prefix><band> (the probe's `id`

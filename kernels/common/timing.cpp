@@ -21,15 +21,26 @@ TimingPolicy TimingPolicy::from_json(const nlohmann::json& j) {
   p.budget_s = j.value("budget_s", p.budget_s);
   p.flush_cache = j.value("flush_cache", p.flush_cache);
   if (j.contains("rest")) p.rest_factor = parse_rest(j["rest"]);
+  if (j.contains("code")) p.cold_code = parse_code(j["code"]);
   p.min_samples = std::max(1, p.min_samples);
   p.max_samples = std::max(p.min_samples, p.max_samples);
   return p;
 }
 
 nlohmann::json TimingPolicy::to_json() const {
-  return {{"warmup", warmup},         {"min_samples", min_samples}, {"max_samples", max_samples},
-          {"target_stdrel", target_stdrel}, {"budget_s", budget_s}, {"flush_cache", flush_cache},
-          {"rest", rest_label()}};
+  nlohmann::json j = {{"warmup", warmup},         {"min_samples", min_samples}, {"max_samples", max_samples},
+                      {"target_stdrel", target_stdrel}, {"budget_s", budget_s}, {"flush_cache", flush_cache},
+                      {"rest", rest_label()}};
+  // Only when set: the policies of existing workflows (and their cache keys) stay as they were.
+  if (cold_code) j["code"] = "cold";
+  return j;
+}
+
+bool TimingPolicy::parse_code(const nlohmann::json& v) {
+  if (v == "cold") return true;
+  if (v == "warm") return false;
+  throw std::invalid_argument("timing.code: expected \"warm\" (the default) or \"cold\" (each sample's instructions "
+                              "fetched afresh), got " + v.dump());
 }
 
 double TimingPolicy::parse_rest(const nlohmann::json& v) {

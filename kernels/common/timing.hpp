@@ -23,9 +23,16 @@ struct TimingPolicy {
   // power limiter out of comparisons; "0" samples back to back, the sustained, power-capped throughput a long
   // training step sees; any factor in between).
   double rest_factor = 2.0;
+  // GPU `timing.code`: "warm" (the default: a kernel's instructions stay in the SMs' caches from its previous
+  // sample, as in any back-to-back loop) or "cold" (a kernel of 256 KB of code runs on every SM before each sample,
+  // so that the sample fetches its instructions afresh, as in a pipeline where other kernels run between launches;
+  // bench/results/h100/ours_probe/NOTES.md steps 135 and 137).
+  bool cold_code = false;
   // "2x" | "0" | "1.5x" | 1.5 -> the factor; throws std::invalid_argument naming what is accepted.
   static double parse_rest(const nlohmann::json& v);
   std::string rest_label() const;   // "2x", "0 (back to back)"
+  // "warm" -> false, "cold" -> true; throws std::invalid_argument naming what is accepted.
+  static bool parse_code(const nlohmann::json& v);
   static TimingPolicy from_json(const nlohmann::json& j);   // missing fields keep defaults
   nlohmann::json to_json() const;
 };

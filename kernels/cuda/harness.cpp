@@ -7,6 +7,7 @@
 #include <memory>
 #include <thread>
 
+#include "kernels/cuda/code_eviction.hpp"
 
 namespace aispflow::kernels::cuda {
 
@@ -40,6 +41,10 @@ nlohmann::json Measurement::timing_json() const {
   j["method"] = graph ? "CUDA graph of " + std::to_string(launches_per_sample) + " launches, events around each replay"
                       : std::string("CUDA events around each launch");
   j["launches_per_sample"] = launches_per_sample;
+  if (cold_code)
+    j["code"] = "cold: a kernel of " + std::to_string(kEvictionCodeBytes >> 10) +
+                " KB of straight-line code ran on every SM before each sample, so that the sample fetched its "
+                "instructions afresh (as in a pipeline where other kernels run between launches)";
   if (interleaved_with > 0)
     j["interleaved"] = "sampled in rounds with " + std::to_string(interleaved_with) +
                        " other candidate(s), in a shuffled order each round" +
@@ -79,6 +84,7 @@ Harness::Harness(int device) : device_(device) {
   AISPFLOW_CUDA_CHECK(cudaEventCreate(&stop_));
   int l2 = 0;
   AISPFLOW_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device_));
+  AISPFLOW_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
   // Twice L2 (the brief's minimum), and never less than 32 MiB in case the attribute under-reports.
   flush_ = DeviceBuffer(std::max<std::size_t>(2 * std::size_t(l2), std::size_t(32) << 20));
   char bus_id[32] = {};
@@ -227,7 +233,11 @@ std::vector<Measurement> Harness::time_interleaved(const TimingPolicy& policy,
     prepare(policy, *work.back());
   }
   std::function<void()> between;
-  if (policy.flush_cache) between = [this] { flush_l2(); };
+  if (policy.flush_cache || policy.cold_code)
+    between = [this, &policy] {
+      if (policy.flush_cache) flush_l2();
+      if (policy.cold_code) evict_instruction_caches(stream_, sm_count_);
+    };
 
   const auto clocks_before = Nvml::instance().clocks(pci_bus_id_);
   std::vector<TimingStats> stats;
@@ -249,7 +259,7 @@ std::vector<Measurement> Harness::time_interleaved(const TimingPolicy& policy,
     const auto start = std::chrono::steady_clock::now();
     for (int round = 1;; ++round) {
       for (std::size_t i : interleaved_round_order(round, work.size())) {   // shuffled: no fixed predecessor
-        primed[i] = prime(*work[i]) || primed[i];
+        if (!policy.cold_code) primed[i] = prime(*work[i]) || primed[i];   // (cold code: every sample starts cold)
         if (between) between();
         samples[i].push_back(sample_ms(*work[i]));
       }
@@ -274,6 +284,7 @@ std::vector<Measurement> Harness::time_interleaved(const TimingPolicy& policy,
     m.rest_factor = policy.rest_factor;
     m.interleaved_with = int(work.size()) - 1;
     m.primed = primed[i];
+    m.cold_code = policy.cold_code;
     m.clocks_before = clocks_before;
     m.clocks_after = clocks_after;
     add_warnings(m, policy);

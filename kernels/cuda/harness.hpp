@@ -23,7 +23,8 @@
 //     sample starts as the confirmation round's do (warm code; a winner's reported time comes from that round,
 //     timed on its own, as any back-to-back loop measures);
 //   - L2 is flushed before every sample by writing a buffer of at least twice its size, unless the policy
-//     says warm cache (flush_cache=false). Within one graph sample the launches share a warm L2: the
+//     says warm cache (flush_cache=false); with `timing.code: cold` a kernel of 256 KB of code then runs on every
+//     SM (kernels/cuda/code_eviction.hpp), so that the sample also fetches its instructions afresh. Within one graph sample the launches share a warm L2: the
 //     record says so (timing.l2 = "flushed before each batch of N launches");
 //   - SM and memory clocks plus the clocks-event (throttle) reasons are read through NVML after warm-up
 //     and after sampling; a drop of more than 5 %, a slowdown reason or an unsettled spread becomes a
@@ -54,6 +55,7 @@ struct Measurement {
   bool l2_flushed = false;
   int interleaved_with = 0;              // other pieces of work sampled in the same rounds
   bool primed = false;                   // in those rounds each sample came right after an untimed launch of itself
+  bool cold_code = false;                // timing.code cold: the SMs' instruction caches evicted before each sample
   int operand_copies = 1;                // set by the caller when its launches rotate over operand copies
   double rest_factor = 2.0;              // the policy's rest after each sample
   std::optional<ClockReading> clocks_before, clocks_after;
@@ -119,6 +121,7 @@ class Harness {
   std::unique_ptr<StreamGate> gate_;
   unsigned char flush_value_ = 0;
   std::string pci_bus_id_;
+  int sm_count_ = 0;   // the eviction kernel's grid (timing.code cold)
   std::mutex mutex_;
 
 };

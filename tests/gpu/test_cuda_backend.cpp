@@ -9,14 +9,17 @@ TEST(CudaBackend, NotBuilt) { GTEST_SKIP() << "no CUDA device: this aispflow was
 
 #else
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <vector>
 
 #include "kernels/common/backend.hpp"
 #include "kernels/common/verify.hpp"
 #include "kernels/cuda/candidate_search.hpp"
+#include "kernels/cuda/code_eviction.hpp"
 #include "kernels/cuda/context.hpp"
 #include "kernels/cuda/cublaslt_gemm.hpp"
 #include "kernels/cuda/cublaslt_provider.hpp"
@@ -444,6 +447,69 @@ TEST_F(CudaGpu, InterleavedOneLaunchSamplesArePrimedGraphSamplesAreNot) {
   EXPECT_EQ(small_calls, p.warmup + 1 + tiny.launches_per_sample);
   EXPECT_FALSE(tiny.primed);
   EXPECT_EQ(tiny.timing_json()["interleaved"].get<std::string>().find("untimed launch"), std::string::npos);
+}
+
+// timing.code cold (NOTES.md step 137): after the L2 flush and the eviction kernel (what the harness runs before
+// each cold sample) a kernel's code is cold on every SM; after the flush alone it is still warm (step 135: what the
+// flush leaves behind). Cycles of the median SM, each case 5 times. On the H100 (three calls): warm 16523-16597
+// cycles, after the flush 16564-16634 (+0.6 % at most), after both 17938-17947 (+8.1-8.6 %), after the eviction
+// alone 17745-17772 (printed, not checked): the bounds sit at half the signal and at three times the control's
+// largest drift.
+TEST_F(CudaGpu, CodeEvictionLeavesAKernelsCodeColdAndTheFlushAloneDoesNot) {
+  cudaStream_t s = ctx().harness().stream();
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  auto median_of_5 = [&](const std::function<void()>& before) {
+    std::vector<long long> cycles;
+    for (int i = 0; i < 5; ++i) {
+      (void)scattered_code_cycles(s, sms);   // the code warm on every SM
+      before();
+      cycles.push_back(scattered_code_cycles(s, sms));
+    }
+    std::sort(cycles.begin(), cycles.end());
+    return double(cycles[2]);
+  };
+  const double warm = median_of_5([] {});
+  const double flushed = median_of_5([&] { ctx().harness().flush_l2(); });
+  const double evicted_only = median_of_5([&] { evict_instruction_caches(s, sms); });
+  const double cold = median_of_5([&] {
+    ctx().harness().flush_l2();
+    evict_instruction_caches(s, sms);
+  });
+  std::printf("64 scattered blocks of code: warm %.0f cycles, after the L2 flush %.0f, after the eviction alone %.0f, "
+              "after both %.0f\n", warm, flushed, evicted_only, cold);
+  EXPECT_GT(cold, 1.04 * warm) << "flush and eviction left the code in the SMs' caches";
+  EXPECT_LT(flushed, 1.02 * warm) << "the L2 flush alone made the code cold: the cold case above proves nothing";
+}
+
+// With timing.code cold every sample follows the eviction kernel, the interleaved samples are not primed (they would
+// be evicted again), and the measurement says so.
+TEST_F(CudaGpu, ColdCodeTimingSaysSoAndIsNotPrimed) {
+  DeviceBuffer big(std::size_t(256) << 20);
+  int calls = 0;
+  TimingPolicy p = quick();
+  p.min_samples = 3;
+  p.max_samples = 3;
+  p.cold_code = true;
+  auto memset_big = [&](cudaStream_t s) {
+    ++calls;
+    AISPFLOW_CUDA_CHECK(cudaMemsetAsync(big.get(), 2, big.bytes(), s));
+  };
+  const auto measured = ctx().harness().time_interleaved(p, {memset_big, memset_big});
+  ASSERT_EQ(measured.size(), 2u);
+  for (const auto& m : measured) {
+    EXPECT_TRUE(m.cold_code);
+    EXPECT_FALSE(m.primed);
+    const auto j = m.timing_json();
+    ASSERT_TRUE(j.contains("code")) << j.dump();
+    EXPECT_NE(j["code"].get<std::string>().find("before each sample"), std::string::npos) << j.dump();
+    EXPECT_EQ(j["interleaved"].get<std::string>().find("untimed launch"), std::string::npos) << j.dump();
+  }
+  // Each work: warm-up, the sizing launch, one launch a sample (no primes).
+  EXPECT_EQ(calls, 2 * (p.warmup + 1 + 3));
+  const Measurement warm = ctx().harness().time(quick(), memset_big);
+  EXPECT_FALSE(warm.cold_code);
+  EXPECT_FALSE(warm.timing_json().contains("code"));
 }
 
 TEST_F(CudaGpu, BackendDescribesTheMachine) {

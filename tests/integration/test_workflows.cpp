@@ -68,7 +68,8 @@ std::string why(const Result& r) { return "exit " + std::to_string(r.code) + "\n
 
 TEST_F(WorkflowTest, EveryShippedFileValidates) {
   for (const char* wf : {"workflows/roofline.yaml", "workflows/gemm_sweep.yaml", "workflows/ci.yaml",
-                         "examples/custom_sweep.yaml", "examples/ci_gate.yaml", "examples/calculators.yaml"}) {
+                         "examples/custom_sweep.yaml", "examples/ci_gate.yaml", "examples/calculators.yaml",
+                         "examples/cold_code.yaml"}) {
     const Result r = aispflow(std::string("validate ") + wf + " --backend cpu");
     EXPECT_EQ(r.code, 0) << wf << "\n" << why(r);
   }

@@ -50,6 +50,9 @@ TEST(PeakNode, PassesOptionsAndMergesCeilings) {
   EXPECT_EQ(backend.seen.dtypes, std::vector<std::string>{"fp32"});
   EXPECT_EQ(backend.seen.timing.min_samples, 3);
   EXPECT_DOUBLE_EQ(backend.seen.timing.budget_s, 0.5);
+  EXPECT_FALSE(backend.seen.timing.cold_code);
+  run_peak(backend, {{"timing", {{"code", "cold"}}}});
+  EXPECT_TRUE(backend.seen.timing.cold_code) << "timing.code reaches the backend";
 
   EXPECT_EQ(out["backend"], "fake");
   EXPECT_EQ(out["env"]["device"], "fake device");
@@ -108,6 +111,8 @@ TEST(PeakNode, TraitsAndBadParams) {
                 .find("colour"),
             std::string::npos);
   EXPECT_NE(node->check_params({{"timing", {{"warmpu", 1}}}}).find("timing.warmpu"), std::string::npos);
+  EXPECT_NE(node->check_params({{"timing", {{"code", "hot"}}}}).find("timing.code"), std::string::npos);
+  EXPECT_EQ(node->check_params({{"timing", {{"code", "cold"}}}}), "");
   EXPECT_NE(node->check_params({{"bandwidth_mib", 0}}).find("bandwidth_mib"), std::string::npos);
   FakePeakBackend backend;
   EXPECT_THROW(run_peak(backend, {{"timing", {{"min_samples", 0}}}}), NodeError);

@@ -175,6 +175,29 @@ TEST(TimingRest, ParsesTheDocumentedFormsAndRefusesOthers) {
   EXPECT_EQ(TimingPolicy{}.to_json()["rest"], "2x");
 }
 
+// timing.code: warm (the default) or cold; in the policy's JSON only when cold, so that the policies of existing
+// workflows, which their cache keys hold, are unchanged; anything else is refused with the accepted forms.
+TEST(TimingCode, ParsesWarmAndColdAndRefusesOthers) {
+  EXPECT_FALSE(TimingPolicy{}.cold_code);
+  EXPECT_FALSE(TimingPolicy{}.to_json().contains("code"));
+  EXPECT_FALSE(TimingPolicy::parse_code("warm"));
+  EXPECT_TRUE(TimingPolicy::parse_code("cold"));
+  const TimingPolicy cold = TimingPolicy::from_json({{"code", "cold"}});
+  EXPECT_TRUE(cold.cold_code);
+  EXPECT_EQ(cold.to_json()["code"], "cold");
+  EXPECT_TRUE(TimingPolicy::from_json(cold.to_json()).cold_code);
+  EXPECT_FALSE(TimingPolicy::from_json({{"code", "warm"}}).cold_code);
+  for (const nlohmann::json& bad : {nlohmann::json("hot"), nlohmann::json(true), nlohmann::json(1), nlohmann::json("Cold")}) {
+    try {
+      TimingPolicy::parse_code(bad);
+      ADD_FAILURE() << "accepted " << bad.dump();
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("timing.code"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("\"cold\""), std::string::npos) << e.what();
+    }
+  }
+}
+
 // Interleaved rounds (NOTES.md step 132): each round is a permutation, and a predecessor's carry-over no longer
 // lands on one candidate. Simulated: A and B take 1.00 ms, C 1.00 ms, and whatever is sampled right after C runs
 // 5 % slower (on the H100, the kernel after a stream-K candidate did). A and B must then measure alike.
