@@ -39,10 +39,10 @@ __global__ void eviction_kernel(unsigned y, unsigned* sink) {
 }
 
 // The test hook's kernel: 64 blocks of 16 steps (256 bytes of code each), visited in an order the compiler cannot
-// know (the stride is an argument), so that every visit jumps: a cold SM fetches each block afresh, with one miss
-// a jump that no sequential prefetch hides (straight-line code hides it: a dependent chain of 16 KB measured 4123
-// cycles warm and cold alike on an H100; this kernel 8 % more cold). One warp a block; block b stores its cycles in
-// cycles[b].
+// know (the stride is an argument), so that every visit jumps: a cold SM fetches each block afresh, one miss per
+// jump, which no sequential prefetch hides (straight-line code hides it: a dependent chain of 16 KB measured 4123
+// cycles warm and cold alike on an H100; this kernel takes 8-9 % more cold). One warp a block; block b stores its
+// cycles in cycles[b].
 #define AISPFLOW_CASE(n) \
   case n:                \
     AISPFLOW_STEP16      \
