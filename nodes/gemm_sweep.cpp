@@ -314,8 +314,7 @@ class GemmSweepNode final : public NodeType {
          "fused output operation, a name or a list: none (default) | bias | bias_gelu (GELU, tanh form)"},
         {"provider_options", ParamKind::map, json(), false,
          "per provider options, e.g. {ours.cluster: {autotune: true}} (docs/nodes.md)"},
-        {"timing", ParamKind::map, json(), false,
-         "warmup, min_samples, max_samples, target_stdrel, budget_s (per measurement), flush_cache, rest, code"},
+        timing_param(),
         {"max_shapes", ParamKind::integer, json(), false, "sweep only the first N shapes (quick runs)"},
         {"filter", ParamKind::string, json(), false, "keep shapes whose name contains this text"},
     };

@@ -121,7 +121,7 @@ class P2pNode final : public NodeType {
   std::vector<ParamSpec> params() const override {
     return {
         {"size_mib", ParamKind::integer, 256, false, "bytes copied per pair, MiB"},
-        {"timing", ParamKind::map, json(), false, "warmup, min_samples, max_samples, target_stdrel, budget_s"},
+        timing_param(),
     };
   }
   // Version 2: peer access enabled and every pair warmed before the first timing; path and symmetry warnings.

@@ -96,13 +96,16 @@ double required_number(const json& params, const std::string& field) {
   return number(params, field, 0);
 }
 
+ParamSpec timing_param() {
+  return {"timing", ParamKind::map, json(), false, std::string(kTimingFields) + " (docs/nodes.md)"};
+}
+
 kernels::TimingPolicy timing_policy(const json& params, const std::string& field) {
   kernels::TimingPolicy policy;
   if (!has_value(params, field)) return policy;
   const json& t = params[field];
   if (!t.is_object())
-    throw std::invalid_argument(field + ": expected a map (warmup, min_samples, max_samples, target_stdrel, "
-                                        "budget_s, flush_cache, rest, code), got " + t.dump());
+    throw std::invalid_argument(field + ": expected a map (" + kTimingFields + "), got " + t.dump());
   for (auto it = t.begin(); it != t.end(); ++it) {
     const std::string& key = it.key();
     const json& v = it.value();
@@ -123,8 +126,7 @@ kernels::TimingPolicy timing_policy(const json& params, const std::string& field
     } else if (key == "code") {
       (void)kernels::TimingPolicy::parse_code(v);
     } else {
-      throw std::invalid_argument(where + ": unknown timing field (expected warmup, min_samples, max_samples, "
-                                          "target_stdrel, budget_s, flush_cache, rest, code)");
+      throw std::invalid_argument(where + ": unknown timing field (expected " + kTimingFields + ")");
     }
   }
   if (t.contains("min_samples") && t.contains("max_samples") &&

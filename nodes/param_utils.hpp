@@ -30,8 +30,13 @@ double number(const json& params, const std::string& field, double fallback, boo
 std::int64_t required_positive_int(const json& params, const std::string& field);
 double required_number(const json& params, const std::string& field);
 
-// The `timing:` map of a measuring node (warmup, min_samples, max_samples, target_stdrel, budget_s,
-// flush_cache), checked field by field; unknown keys are errors so a typo does not silently time differently.
+// The fields of a measuring node's `timing:` map, as its ParamSpec and timing_policy()'s messages list them.
+inline constexpr const char* kTimingFields =
+    "warmup, min_samples, max_samples, target_stdrel, budget_s, flush_cache, rest, code";
+// The `timing:` ParamSpec of a measuring node (a map of kTimingFields, read by timing_policy()).
+ParamSpec timing_param();
+// The `timing:` map of a measuring node (kTimingFields), checked field by field; unknown keys are errors so a typo
+// does not silently time differently.
 kernels::TimingPolicy timing_policy(const json& params, const std::string& field = "timing");
 
 // A node type whose output is a pure function of its params (kv_cache, cost_per_token): the same

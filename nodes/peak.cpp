@@ -102,8 +102,7 @@ class PeakNode final : public NodeType {
         {"bandwidth_mib", ParamKind::integer, json(), false,
          "array size per buffer for the bandwidth probes, MiB (default: the backend picks, >> last-level cache)"},
         {"dtypes", ParamKind::list, json(), false, "compute ceilings to measure (default: the backend's set)"},
-        {"timing", ParamKind::map, json(), false,
-         "warmup, min_samples, max_samples, target_stdrel, budget_s, flush_cache, rest, code"},
+        timing_param(),
         {"datasheet", ParamKind::list, json(), false,
          "declared ceilings [{name, kind: memory|compute, unit: GB/s|TB/s|TFLOP/s|PFLOP/s, value, dtype?, "
          "level? (memory: hbm, l2, smem, tmem)}]"},

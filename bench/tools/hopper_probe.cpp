@@ -52,6 +52,8 @@
 #include <utility>
 #include <vector>
 
+#include "bench/tools/lt_heuristic_top.hpp"
+#include "bench/tools/probe_instance.hpp"
 #include "bench/tools/probe_shape.hpp"
 #include "kernels/cuda/candidate_search.hpp"
 #include "kernels/cuda/context.hpp"
@@ -172,13 +174,9 @@ double median_of(std::vector<double> samples) {
 
 // PROBE_PLACES: the GPC order's place table of a configuration, as bind() took it from the calibration (cached
 // per process: this call measures nothing new).
-void print_places(const nlohmann::json& config, const std::string& layout) {
+void print_places(const nlohmann::json& config, const std::string& dtype, const std::string& layout) {
   if (!switched_on("PROBE_PLACES") || config.value("work_order", "") != "gpc") return;
-  const bool fp8 = config["tile"][2].get<int>() == 128;   // a k-tile of 128 bytes: 128 fp8 or 64 bf16 elements
-  const ours::HopperInstanceKey key{fp8,
-                                    config["tile"][0].get<int>(), config["tile"][1].get<int>(), layout == "nn",
-                                    config["schedule"].get<std::string>() == "pingpong",
-                                    config["promotion_interval"].get<int>()};
+  const auto key = aispflow::bench::instance_key_of(config, dtype, layout);
   const int cluster = config["cluster"][0].get<int>() * config["cluster"][1].get<int>();
   const int clusters = config.value("co_resident_clusters", 0);
   const auto places =
@@ -480,16 +478,10 @@ int main(int argc, char** argv) {
     GemmProblem problem(s, spec, rng(), ctx.stream(), copies, GemmVariant::of(gc));
     double lt_ms = -1;
     try {
-      LtPlan plan(ctx, problem);
-      auto cands = plan.candidates(1);
-      if (!cands.empty()) {
-        auto algo = cands.front().algo;
-        lt_ms = ctx.harness()
-                    .time(timing, rotating_launch([&](cudaStream_t st, int copy) { plan.run(algo, st, copy); }, copies))
-                    .stats.median_ms;
-        sustain("cublasLt", [&](cudaStream_t st, int copy) { plan.run(algo, st, copy); }, copies, ctx.stream());
-        time_three_ways(ctx.harness(), timing, "cublasLt", [&](cudaStream_t st, int copy) { plan.run(algo, st, copy); },
-                        copies);
+      if (const auto top = aispflow::bench::lt_heuristic_top(ctx, problem)) {
+        lt_ms = ctx.harness().time(timing, rotating_launch(*top, copies)).stats.median_ms;
+        sustain("cublasLt", *top, copies, ctx.stream());
+        time_three_ways(ctx.harness(), timing, "cublasLt", *top, copies);
       }
     } catch (const std::exception& e) { std::printf("cublasLt: %s\n", e.what()); }
     const double flops = s.flops();
@@ -529,7 +521,7 @@ int main(int argc, char** argv) {
                     flops / ms / 1e9, lt_ms > 0 ? lt_ms / ms : 0.0);
         sustain(config["name"].get<std::string>(), launch, copies, ctx.stream());
         verified.emplace_back(config["name"].get<std::string>(), launch);
-        print_places(config, cs.layout);
+        print_places(config, cs.dtype, cs.layout);
         time_three_ways(ctx.harness(), timing, config["name"].get<std::string>(), launch, copies);
       } catch (const std::exception& e) {
         std::printf("  %-40s ERROR %s\n", id.c_str(), e.what());

@@ -97,6 +97,7 @@ __device__ __forceinline__ void hopper_timeline_entry() {
 #include "kernels/cuda/ours/hopper_gemm.cuh"
 
 #include "bench/tools/lt_heuristic_top.hpp"
+#include "bench/tools/probe_instance.hpp"
 #include "bench/tools/probe_shape.hpp"
 #include "kernels/cuda/candidate_search.hpp"
 #include "kernels/cuda/context.hpp"
@@ -271,19 +272,21 @@ void report(const std::vector<CtaTimeline>& ctas, int k_tiles_first_unit, int bm
                 median(unit_wait[u].ns), median(unit_issue[u].ns), u - 1, median(unit_loop[u].ns), ph.ns.size());
 }
 
-void clear_stamps(cudaStream_t stream) {
+void* stamps_address() {
   void* stamps = nullptr;
   AISPFLOW_CUDA_CHECK(cudaGetSymbolAddress(&stamps, g_timeline));
-  AISPFLOW_CUDA_CHECK(cudaMemsetAsync(stamps, 0, sizeof(CtaTimeline) * kMaxCtas, stream));
+  return stamps;
+}
+
+void clear_stamps(cudaStream_t stream) {
+  AISPFLOW_CUDA_CHECK(cudaMemsetAsync(stamps_address(), 0, sizeof(CtaTimeline) * kMaxCtas, stream));
 }
 
 // Every CTA's stamps since the last clear_stamps (waits for the stream).
 std::vector<CtaTimeline> read_stamps(cudaStream_t stream) {
-  void* stamps = nullptr;
-  AISPFLOW_CUDA_CHECK(cudaGetSymbolAddress(&stamps, g_timeline));
   std::vector<CtaTimeline> host(kMaxCtas);
-  AISPFLOW_CUDA_CHECK(
-      cudaMemcpyAsync(host.data(), stamps, sizeof(CtaTimeline) * kMaxCtas, cudaMemcpyDeviceToHost, stream));
+  AISPFLOW_CUDA_CHECK(cudaMemcpyAsync(host.data(), stamps_address(), sizeof(CtaTimeline) * kMaxCtas,
+                                      cudaMemcpyDeviceToHost, stream));
   AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
   return host;
 }
@@ -301,10 +304,10 @@ class MarkedSpans {
   MarkedSpans(const MarkedSpans&) = delete;
   MarkedSpans& operator=(const MarkedSpans&) = delete;
 
-  // TIMELINE_AFTER's predecessor: its name and its launch on a copy.
-  void set_other(std::string name, std::function<void(int)> launch_on) {
+  // TIMELINE_AFTER's predecessor: its name and its launch.
+  void set_other(std::string name, BoundLaunch launch) {
     other_name_ = std::move(name);
-    other_ = std::move(launch_on);
+    other_ = std::move(launch);
   }
   std::string name(Regime r) const {
     switch (r) {
@@ -322,33 +325,33 @@ class MarkedSpans {
     return out;
   }
 
-  // The marker-to-marker span of one launch on `copy` (ns); `launch_on(copy)` enqueues the work on the stream.
-  double span_ns(Regime regime, const std::function<void(int)>& launch_on, int copy, int copies) {
+  // The marker-to-marker span of one launch of `launch` on `copy` (ns).
+  double span_ns(Regime regime, const BoundLaunch& launch, int copy, int copies) {
     cudaStream_t stream = harness_.stream();
+    const int previous_copy = (copy + copies - 1) % copies;
     if (regime == Regime::after_other) {   // the predecessor's sample and its rest, as in an interleaved round
-      other_((copy + copies - 1) % copies);
+      other_(stream, previous_copy);
       AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
-      std::this_thread::sleep_for(std::chrono::duration<double, std::nano>(2.0 * double(marks_[1] - marks_[0])));
+      rest();
     }
     if (regime == Regime::lone || regime == Regime::after_other) harness_.flush_l2();
     gate_.close(stream);
-    if (regime == Regime::after_itself) launch_on((copy + copies - 1) % copies);
+    if (regime == Regime::after_itself) launch(stream, previous_copy);
     mark_time<<<1, 1, 0, stream>>>(slots_);
-    launch_on(copy);
+    launch(stream, copy);
     mark_time<<<1, 1, 0, stream>>>(slots_ + 1);
     gate_.open();
     AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
     AISPFLOW_CUDA_CHECK(cudaMemcpy(marks_, slots_, sizeof marks_, cudaMemcpyDeviceToHost));
-    const double ns = double(marks_[1] - marks_[0]);
-    std::this_thread::sleep_for(std::chrono::duration<double, std::nano>(2.0 * ns));
-    return ns;
+    rest();
+    return double(marks_[1] - marks_[0]);
   }
   // The median span of 21 launches in each regime, the copies rotating; printed on one line.
-  void print_medians(const std::string& what, const std::function<void(int)>& launch_on, int copies) {
+  void print_medians(const std::string& what, const BoundLaunch& launch, int copies) {
     std::printf("    regimes %-34s", what.c_str());
     for (Regime r : all()) {
       std::vector<double> ns;
-      for (int i = 0; i < 21; ++i) ns.push_back(span_ns(r, launch_on, i % copies, copies));
+      for (int i = 0; i < 21; ++i) ns.push_back(span_ns(r, launch, i % copies, copies));
       std::printf("  %s %.2f us", name(r).c_str(), median(ns) / 1e3);
     }
     std::printf("\n");
@@ -358,12 +361,17 @@ class MarkedSpans {
   unsigned long long last_after() const { return marks_[1]; }
 
  private:
+  // Twice the last span, idle, as the harness rests after a sample.
+  void rest() const {
+    std::this_thread::sleep_for(std::chrono::duration<double, std::nano>(2.0 * double(marks_[1] - marks_[0])));
+  }
+
   Harness& harness_;
   StreamGate gate_;
   unsigned long long* slots_ = nullptr;
   unsigned long long marks_[2] = {};
   std::string other_name_;
-  std::function<void(int)> other_;
+  BoundLaunch other_;
 };
 
 }  // namespace
@@ -420,12 +428,12 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "TIMELINE_AFTER=%s: no configuration of that name runs this case\n", after);
         return 2;
       }
-      regimes->set_other(after, [&](int copy) { predecessor(ctx.stream(), copy); });
+      regimes->set_other(after, predecessor);
     }
     if (regimes) {
       try {
         if (const auto top = aispflow::bench::lt_heuristic_top(ctx, problem))
-          regimes->print_medians("cublasLt heuristic top", [&](int copy) { (*top)(ctx.stream(), copy); }, copies);
+          regimes->print_medians("cublasLt heuristic top", *top, copies);
       } catch (const std::exception& e) { std::printf("    cublasLt: %s\n", e.what()); }
     }
     for (const auto& k : kernels) {
@@ -433,9 +441,7 @@ int main(int argc, char** argv) {
       const std::string name = config["name"].get<std::string>();
       if (name.find(filter) == std::string::npos || k->unsupported(gc)) continue;
       const int bm = config["tile"][0].get<int>(), bn = config["tile"][1].get<int>();
-      const ours::HopperInstanceKey key{cs.dtype == "fp8_e4m3", bm, bn, cs.layout == "nn",
-                                        config["schedule"].get<std::string>() == "pingpong",
-                                        config["promotion_interval"].get<int>()};
+      const auto key = aispflow::bench::instance_key_of(config, cs.dtype, cs.layout);
       auto found = std::find_if(builds.begin(), builds.end(), [&](const auto& b) { return b.first == key; });
       if (found == builds.end()) {
         std::printf("  %-40s skipped: no timeline build of its instance here\n", name.c_str());
@@ -459,7 +465,7 @@ int main(int argc, char** argv) {
           BoundLaunch launch = k->bind(problem);
           if (!verified(launch, "plain")) continue;
           plain_ms = ctx.harness().time(timing, rotating_launch(launch, copies)).stats.median_ms;
-          if (regimes) regimes->print_medians("plain build", [&](int copy) { launch(ctx.stream(), copy); }, copies);
+          if (regimes) regimes->print_medians("plain build", launch, copies);
         }
         const ours::HopperInstanceOverride use_timeline(key, found->second);
         BoundLaunch launch = k->bind(problem);
@@ -475,12 +481,12 @@ int main(int argc, char** argv) {
         const int k_tiles = int((s.k + bk - 1) / bk);
         report(host, k_tiles, bm, bn, case_text + " " + name);
         if (regimes) {
-          regimes->print_medians("stamped build", [&](int copy) { launch(ctx.stream(), copy); }, copies);
+          regimes->print_medians("stamped build", launch, copies);
           for (Regime r : regimes->all()) {
             if (r == Regime::noflush) continue;
             // The stamps of the timed launch (after itself: the one before it stamps first, and is overwritten).
             clear_stamps(ctx.stream());
-            regimes->span_ns(r, [&](int copy) { launch(ctx.stream(), copy); }, 1 % copies, copies);
+            regimes->span_ns(r, launch, 1 % copies, copies);
             std::printf("   %s launch:\n", regimes->name(r).c_str());
             report(read_stamps(ctx.stream()), k_tiles, bm, bn, case_text + " " + name + " " + regimes->name(r),
                    regimes->last_before(), regimes->last_after());

@@ -1,6 +1,7 @@
-// cuBLASLt's heuristic top algorithm for a problem, as a launch the probes can time beside ours. A host file of its
-// own: nvcc 13.0's front end fails an internal assertion on a std::vector<cublasLtMatmulHeuristicResult_t> in
-// hopper_timeline.cu's translation unit, which includes the kernel's device headers.
+// cuBLASLt's heuristic top algorithm for a problem, as a launch the probes (hopper_probe, hopper_timeline) time beside
+// ours. A host file of its own: nvcc 13.0's front end fails an internal assertion on a
+// std::vector<cublasLtMatmulHeuristicResult_t> in hopper_timeline.cu's translation unit, which includes the
+// kernel's device headers.
 #include "bench/tools/lt_heuristic_top.hpp"
 
 #include <memory>

@@ -1,6 +1,7 @@
 #include "kernels/cuda/code_eviction.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <vector>
 
@@ -69,11 +70,18 @@ __global__ void scattered_code_kernel(unsigned y, unsigned stride, long long* cy
 
 static_assert(kEvictionCodeBytes == 16 * 1024 * 16, "eviction_kernel runs 16 K steps of 16 bytes");
 
+namespace {
+std::atomic<long> g_evictions{0};
+}  // namespace
+
 void evict_instruction_caches(cudaStream_t stream, int sm_count) {
   // (No sink: the store's guard is never true for y = 1, and the compiler cannot know y.)
   eviction_kernel<<<2 * sm_count, 32, 0, stream>>>(1u, nullptr);
   AISPFLOW_CUDA_CHECK_LAUNCH();
+  ++g_evictions;
 }
+
+long evictions_enqueued() { return g_evictions.load(); }
 
 long long scattered_code_cycles(cudaStream_t stream, int sm_count) {
   DeviceBuffer out(std::size_t(sm_count) * sizeof(long long));

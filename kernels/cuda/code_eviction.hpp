@@ -15,6 +15,10 @@ constexpr int kEvictionCodeBytes = 256 << 10;
 // kEvictionCodeBytes of code once.
 void evict_instruction_caches(cudaStream_t stream, int sm_count);
 
+// Test hook (tests/gpu): how many times this process has enqueued the eviction kernel, so that a test can see the
+// harness run it before each cold sample (and never before a warm one).
+long evictions_enqueued();
+
 // Test hook (tests/gpu): `sm_count` blocks of one warp (about one an SM) run a kernel that visits 64 blocks of 256
 // bytes of code in a scattered order; returns the median block's SM cycles from its first to its last visit: few when
 // the kernel ran just before, many after evict_instruction_caches. Waits for the stream.

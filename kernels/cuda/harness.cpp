@@ -140,6 +140,8 @@ struct Harness::Prepared {
   bool use_graph = false;
   int launches_per_sample = 1;
   double last_ms = 0;   // the last sample's time (a whole sample: all its launches), for prime()'s rest
+  // Interleaved one-launch work is primed before each sample (time_interleaved); graph samples need none.
+  bool primed = false;
   std::string note;   // why it is not timed as a graph although it is short (a warning of the measurement)
 };
 
@@ -202,23 +204,23 @@ void Harness::prepare(const TimingPolicy& policy, Prepared& p) {
 double Harness::sample_ms(Prepared& p) {
   const double ms = p.use_graph ? gated_event_ms([&](cudaStream_t s) { AISPFLOW_CUDA_CHECK(cudaGraphLaunch(p.graph.exec, s)); })
                                 : time_once_ms(p.launch);
-  // Rest (see the header): keeps the chip out of its power limiter, so samples do not depend on history.
   p.last_ms = ms;
-  if (p.rest_factor > 0)
-    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(std::min(p.rest_factor * ms, kMaxRestMs)));
+  rest(p);
   return ms / p.launches_per_sample;
 }
 
-bool Harness::prime(Prepared& p) {
-  // A graph sample's launches follow one another (only its first starts cold): nothing to do.
-  if (p.use_graph) return false;
-  p.launch(stream_);
-  AISPFLOW_CUDA_CHECK_LAUNCH();
-  AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream_));
+void Harness::rest(const Prepared& p) {
+  // See the header: keeps the chip out of its power limiter, so samples do not depend on history.
   if (p.rest_factor > 0)
     std::this_thread::sleep_for(
         std::chrono::duration<double, std::milli>(std::min(p.rest_factor * p.last_ms, kMaxRestMs)));
-  return true;
+}
+
+void Harness::prime(Prepared& p) {
+  p.launch(stream_);
+  AISPFLOW_CUDA_CHECK_LAUNCH();
+  AISPFLOW_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  rest(p);
 }
 
 std::vector<Measurement> Harness::time_interleaved(const TimingPolicy& policy,
@@ -241,7 +243,6 @@ std::vector<Measurement> Harness::time_interleaved(const TimingPolicy& policy,
 
   const auto clocks_before = Nvml::instance().clocks(pci_bus_id_);
   std::vector<TimingStats> stats;
-  std::vector<bool> primed(work.size(), false);   // interleaved one-launch work (see the rounds below)
   if (work.size() == 1) {
     TimingPolicy sampling = policy;
     sampling.warmup = 0;   // prepare() warmed up already
@@ -254,12 +255,15 @@ std::vector<Measurement> Harness::time_interleaved(const TimingPolicy& policy,
     // precedes the sample is what precedes it in a confirmation round. Without it, a sample right after another
     // kernel started with cold instruction caches (the L2 flush does not warm them) and ran 1-5 % slower on an
     // H100, except after a candidate running the same compiled kernel (NOTES.md step 135): the rounds favoured
-    // candidates with siblings among the finalists, and measured a state the reported time does not.
+    // candidates with siblings among the finalists, and measured a state the reported time does not. A graph
+    // sample's launches follow one another (only its first starts cold), and with timing.code cold every sample is
+    // meant to start cold: neither is primed.
+    for (auto& w : work) w->primed = !w->use_graph && !policy.cold_code;
     std::vector<std::vector<double>> samples(work.size());
     const auto start = std::chrono::steady_clock::now();
     for (int round = 1;; ++round) {
       for (std::size_t i : interleaved_round_order(round, work.size())) {   // shuffled: no fixed predecessor
-        if (!policy.cold_code) primed[i] = prime(*work[i]) || primed[i];   // (cold code: every sample starts cold)
+        if (work[i]->primed) prime(*work[i]);
         if (between) between();
         samples[i].push_back(sample_ms(*work[i]));
       }
@@ -283,7 +287,7 @@ std::vector<Measurement> Harness::time_interleaved(const TimingPolicy& policy,
     m.l2_flushed = policy.flush_cache;
     m.rest_factor = policy.rest_factor;
     m.interleaved_with = int(work.size()) - 1;
-    m.primed = primed[i];
+    m.primed = work[i]->primed;
     m.cold_code = policy.cold_code;
     m.clocks_before = clocks_before;
     m.clocks_after = clocks_after;

@@ -24,8 +24,9 @@
 //     timed on its own, as any back-to-back loop measures);
 //   - L2 is flushed before every sample by writing a buffer of at least twice its size, unless the policy
 //     says warm cache (flush_cache=false); with `timing.code: cold` a kernel of 256 KB of code then runs on every
-//     SM (kernels/cuda/code_eviction.hpp), so that the sample also fetches its instructions afresh. Within one graph sample the launches share a warm L2: the
-//     record says so (timing.l2 = "flushed before each batch of N launches");
+//     SM (kernels/cuda/code_eviction.hpp), so that the sample also fetches its instructions afresh. Within one
+//     graph sample the launches share a warm L2: the record says so (timing.l2 = "flushed before each batch of N
+//     launches");
 //   - SM and memory clocks plus the clocks-event (throttle) reasons are read through NVML after warm-up
 //     and after sampling; a drop of more than 5 %, a slowdown reason or an unsettled spread becomes a
 //     warning in the record.
@@ -107,8 +108,10 @@ class Harness {
   void prepare(const TimingPolicy& policy, Prepared& p);   // warm-up, estimate, graph capture if short
   double sample_ms(Prepared& p);                            // one sample, per launch
   // Before an interleaved one-launch sample: one untimed launch of the same work, then its rest, so that the sample
-  // follows itself as in a confirmation round (its code warm). False for graph samples, which need none.
-  bool prime(Prepared& p);
+  // follows itself as in a confirmation round (its code warm).
+  void prime(Prepared& p);
+  // The rest after a sample (or a prime): the policy's factor times the last sample's time, at most kMaxRestMs.
+  void rest(const Prepared& p);
   // Milliseconds between events recorded around `work` on the stream, with the stream held at the gate
   // while it is enqueued (so the host's enqueue time is not what the events measure).
   double gated_event_ms(const std::function<void(cudaStream_t)>& work);

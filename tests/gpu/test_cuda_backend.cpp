@@ -481,8 +481,8 @@ TEST_F(CudaGpu, CodeEvictionLeavesAKernelsCodeColdAndTheFlushAloneDoesNot) {
   EXPECT_LT(flushed, 1.03 * warm) << "the L2 flush alone made the code cold: the cold case above proves nothing";
 }
 
-// With timing.code cold every sample follows the eviction kernel, the interleaved samples are not primed (they would
-// be evicted again), and the measurement says so.
+// With timing.code cold every sample, interleaved or alone, follows the eviction kernel (counted; a warm one never
+// does), the interleaved samples are not primed (they would be evicted again), and the measurement says so.
 TEST_F(CudaGpu, ColdCodeTimingSaysSoAndIsNotPrimed) {
   DeviceBuffer big(std::size_t(256) << 20);
   int calls = 0;
@@ -494,8 +494,11 @@ TEST_F(CudaGpu, ColdCodeTimingSaysSoAndIsNotPrimed) {
     ++calls;
     AISPFLOW_CUDA_CHECK(cudaMemsetAsync(big.get(), 2, big.bytes(), s));
   };
+  const long evictions_before = evictions_enqueued();
   const auto measured = ctx().harness().time_interleaved(p, {memset_big, memset_big});
   ASSERT_EQ(measured.size(), 2u);
+  // One eviction before each sample of each piece of work.
+  EXPECT_EQ(evictions_enqueued() - evictions_before, measured[0].stats.samples + measured[1].stats.samples);
   for (const auto& m : measured) {
     EXPECT_TRUE(m.cold_code);
     EXPECT_FALSE(m.primed);
@@ -506,7 +509,14 @@ TEST_F(CudaGpu, ColdCodeTimingSaysSoAndIsNotPrimed) {
   }
   // Each work: warm-up, the sizing launch, one launch a sample (no primes).
   EXPECT_EQ(calls, 2 * (p.warmup + 1 + 3));
+  // One piece of work alone (a winner's confirmation round) is timed cold too.
+  const long evictions_before_single = evictions_enqueued();
+  const Measurement single = ctx().harness().time(p, memset_big);
+  EXPECT_TRUE(single.cold_code);
+  EXPECT_EQ(evictions_enqueued() - evictions_before_single, single.stats.samples);
+  const long evictions_before_warm = evictions_enqueued();
   const Measurement warm = ctx().harness().time(quick(), memset_big);
+  EXPECT_EQ(evictions_enqueued(), evictions_before_warm) << "a warm measurement evicted the instruction caches";
   EXPECT_FALSE(warm.cold_code);
   EXPECT_FALSE(warm.timing_json().contains("code"));
 }
