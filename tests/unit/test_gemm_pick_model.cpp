@@ -34,14 +34,15 @@ PickConfig config(int bn, int cm, int cn, int bk = 64) {
 // them). A record that misses and is not listed fails the test (re-fit with bench/tools/fit_pick_model --fit, or
 // list it here with its gap and say so in docs/kernels.md), and so does a listed one that falls below its floor.
 // Misses of the committed constants on step 127's kernel (run-8a141a2, where cluster_1x2_extra was re-fitted;
-// gemm_pick_fit.cpp), on steps 130-132's (run-8cb4315, held out) and with step 136's primed interleaved samples
-// (run-018f591, held out). No run misses among the 43 records of the two workflows the issue names.
+// gemm_pick_fit.cpp) and with step 136's primed interleaved samples (run-018f591 and run-bdadb1c, held out). No
+// run misses among the 43 records of the two workflows the issue names.
 const std::map<std::string, double> kKnownMisses = {
     // fp8 3000 x 5000 x 2001: 128x192 promote8 without a cluster picked, a 2x1 pair wins by 3.6-5.9 % (the same
-    // miss in every run since step 80; in run-8cb4315 the winner, a stream-K pair, was compared in screening).
+    // miss in every run since step 80; in run-8cb4315, now archived, the winner was a stream-K pair, compared in
+    // screening).
     {"issue22/run-8a141a2/unaligned/run/nodes/fp8/artifact.json: m3000_n5000_k2001 fp8_e4m3 nt none", 0.955},
-    {"issue22/run-8cb4315/unaligned/run/nodes/fp8/artifact.json: m3000_n5000_k2001 fp8_e4m3 nt none", 0.94},
     {"issue22/run-018f591/unaligned/run/nodes/fp8/artifact.json: m3000_n5000_k2001 fp8_e4m3 nt none", 0.945},
+    {"issue22/run-bdadb1c/unaligned/run/nodes/fp8/artifact.json: m3000_n5000_k2001 fp8_e4m3 nt none", 0.935},
 };
 
 // The records the model is held to: those of the kernel it picks for (h100_pick_evidence_runs()).
