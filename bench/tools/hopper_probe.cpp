@@ -53,7 +53,6 @@
 #include <vector>
 
 #include "bench/tools/lt_heuristic_top.hpp"
-#include "bench/tools/probe_instance.hpp"
 #include "bench/tools/probe_shape.hpp"
 #include "kernels/cuda/candidate_search.hpp"
 #include "kernels/cuda/context.hpp"
@@ -174,13 +173,14 @@ double median_of(std::vector<double> samples) {
 
 // PROBE_PLACES: the GPC order's place table of a configuration, as bind() took it from the calibration (cached
 // per process: this call measures nothing new).
-void print_places(const nlohmann::json& config, const std::string& dtype, const std::string& layout) {
-  if (!switched_on("PROBE_PLACES") || config.value("work_order", "") != "gpc") return;
-  const auto key = aispflow::bench::instance_key_of(config, dtype, layout);
-  const int cluster = config["cluster"][0].get<int>() * config["cluster"][1].get<int>();
+void print_places(const OurKernel& kernel, const GemmProblem& problem) {
+  const nlohmann::json config = kernel.config();
+  const ours::HopperConfig* hopper = ours::hopper_config_of(kernel);
+  if (!switched_on("PROBE_PLACES") || !hopper || config.value("work_order", "") != "gpc") return;
+  const auto key = hopper->instance_key(!problem.b_transposed());
   const int clusters = config.value("co_resident_clusters", 0);
-  const auto places =
-      ours::measured_gpc_places(cluster, clusters, std::size_t(ours::hopper_instance(key).smem_bytes));
+  const auto places = ours::measured_gpc_places(hopper->cluster_m * hopper->cluster_n, clusters,
+                                                std::size_t(ours::hopper_instance(key).smem_bytes));
   std::printf("  places %-40s", config["name"].get<std::string>().c_str());
   for (int place : places) std::printf(" %d", place);
   std::printf("\n");
@@ -521,7 +521,7 @@ int main(int argc, char** argv) {
                     flops / ms / 1e9, lt_ms > 0 ? lt_ms / ms : 0.0);
         sustain(config["name"].get<std::string>(), launch, copies, ctx.stream());
         verified.emplace_back(config["name"].get<std::string>(), launch);
-        print_places(config, cs.dtype, cs.layout);
+        print_places(*k, problem);
         time_three_ways(ctx.harness(), timing, config["name"].get<std::string>(), launch, copies);
       } catch (const std::exception& e) {
         std::printf("  %-40s ERROR %s\n", id.c_str(), e.what());

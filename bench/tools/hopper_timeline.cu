@@ -97,7 +97,6 @@ __device__ __forceinline__ void hopper_timeline_entry() {
 #include "kernels/cuda/ours/hopper_gemm.cuh"
 
 #include "bench/tools/lt_heuristic_top.hpp"
-#include "bench/tools/probe_instance.hpp"
 #include "bench/tools/probe_shape.hpp"
 #include "kernels/cuda/candidate_search.hpp"
 #include "kernels/cuda/context.hpp"
@@ -441,7 +440,8 @@ int main(int argc, char** argv) {
       const std::string name = config["name"].get<std::string>();
       if (name.find(filter) == std::string::npos || k->unsupported(gc)) continue;
       const int bm = config["tile"][0].get<int>(), bn = config["tile"][1].get<int>();
-      const auto key = aispflow::bench::instance_key_of(config, cs.dtype, cs.layout);
+      // cluster_kernels() are all Hopper configurations.
+      const auto key = ours::hopper_config_of(*k)->instance_key(!problem.b_transposed());
       auto found = std::find_if(builds.begin(), builds.end(), [&](const auto& b) { return b.first == key; });
       if (found == builds.end()) {
         std::printf("  %-40s skipped: no timeline build of its instance here\n", name.c_str());

@@ -66,13 +66,11 @@ __global__ void scattered_code_kernel(unsigned y, unsigned stride, long long* cy
   if (x == 0xFFFFFFFFu && y == 0) cycles[blockIdx.x] = x;
 }
 
+std::atomic<long> g_evictions{0};   // evictions_enqueued()
+
 }  // namespace
 
 static_assert(kEvictionCodeBytes == 16 * 1024 * 16, "eviction_kernel runs 16 K steps of 16 bytes");
-
-namespace {
-std::atomic<long> g_evictions{0};
-}  // namespace
 
 void evict_instruction_caches(cudaStream_t stream, int sm_count) {
   // (No sink: the store's guard is never true for y = 1, and the compiler cannot know y.)

@@ -176,6 +176,7 @@ struct Plan {
 class HopperGemm final : public OurKernel {
  public:
   explicit HopperGemm(HopperConfig config) : config_(std::move(config)) {}
+  const HopperConfig& hopper_config() const { return config_; }
 
   std::string identity(const GemmCase& c) const override {
     const bool mn = c.layout == "nn" && !config_.fp8;
@@ -254,7 +255,7 @@ class HopperGemm final : public OurKernel {
     const auto& s = problem.shape();
     const bool mn = !problem.b_transposed();   // B stored K x N: MN-major
     if (mn && config_.fp8) throw std::invalid_argument("fp8 wgmma needs K-major B");
-    plan->instance = hopper_instance(instance_key(mn));
+    plan->instance = hopper_instance(config_.instance_key(mn));
     plan->instance.prepare();
     const int bk = plan->instance.block_k;
     const int ab_bytes = config_.fp8 ? 1 : 2;
@@ -391,11 +392,7 @@ class HopperGemm final : public OurKernel {
            std::to_string(clusters) + " clusters";
   }
 
-  HopperInstanceKey instance_key(bool b_mn_major) const {
-    return {config_.fp8, config_.block_m, config_.block_n, b_mn_major, config_.ping_pong(), config_.promotion_interval};
-  }
-
-  int stages() const { return hopper_instance(instance_key(false)).stages; }
+  int stages() const { return hopper_instance(config_.instance_key(false)).stages; }
 
   // How many clusters of this configuration's size the first device holds at once (cudaOccupancyMaxActiveClusters
   // for the instance that runs: a cluster lives in one GPC, so on the H100 2x2 clusters get fewer than 132 / 4
@@ -404,7 +401,7 @@ class HopperGemm final : public OurKernel {
   int co_resident_clusters(bool b_mn_major = false) const {
     const DeviceInfo* d = first_device();
     if (!d || d->compute_capability() != 90) return 0;
-    const HopperInstance inst = hopper_instance(instance_key(b_mn_major));
+    const HopperInstance inst = hopper_instance(config_.instance_key(b_mn_major));
     const int size = config_.cluster_m * config_.cluster_n;
     static std::mutex mutex;
     static std::map<std::pair<void (*)(const HopperLaunchArgs&, cudaStream_t), int>, int> known;
@@ -498,6 +495,11 @@ bool KernelSabotage::active(What what) { return live_hooks(what).load() > 0; }
 
 std::unique_ptr<OurKernel> make_hopper_kernel(const HopperConfig& config) {
   return std::make_unique<HopperGemm>(config);
+}
+
+const HopperConfig* hopper_config_of(const OurKernel& kernel) {
+  const auto* hopper = dynamic_cast<const HopperGemm*>(&kernel);
+  return hopper ? &hopper->hopper_config() : nullptr;
 }
 
 // ours.wgmma: one tile per CTA, no cluster: the TMA + wgmma + warp-specialization technique on its own.

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cuda/ours/hopper_params.hpp"
 #include "kernels/cuda/ours/our_kernel.hpp"
 
 namespace aispflow::kernels::cuda::ours {
@@ -63,6 +64,11 @@ struct HopperConfig {
   bool ping_pong() const { return schedule == "pingpong"; }
   // Elements of K per k-tile: one 128-byte row (128 fp8 or 64 bf16).
   int block_k() const { return fp8 ? 128 : 64; }
+  // The compiled instance this configuration runs where B is stored MN-major (b_mn_major: bf16 in layout nn; fp8's B
+  // is always stored N x K) or K-major: what bind() looks up, and what a probe overrides or sizes.
+  HopperInstanceKey instance_key(bool b_mn_major) const {
+    return {fp8, block_m, block_n, b_mn_major, ping_pong(), promotion_interval};
+  }
 
   // "128x256x64_c2x1_persistent" (+ "_pingpong", "_sk", "_promote4", "_stagger", "_launchorder", "_fixedbands"):
   // how options and tables name it.
@@ -70,6 +76,9 @@ struct HopperConfig {
 };
 
 std::unique_ptr<OurKernel> make_hopper_kernel(const HopperConfig& config);
+// The configuration of a kernel make_hopper_kernel (or wgmma_kernels(), cluster_kernels()) made; nullptr for any
+// other OurKernel. For probes that look at the instance a configuration runs.
+const HopperConfig* hopper_config_of(const OurKernel& kernel);
 
 // Test hook: while one is alive, launches bound from then on are broken on purpose, in a way the verification
 // must reject (tests/gpu/test_hopper_kernels.cpp):
