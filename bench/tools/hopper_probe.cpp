@@ -492,14 +492,13 @@ int main(int argc, char** argv) {
     for (auto& k : kernels) {
       const auto config = k->config();
       // r: raster band (the configuration's, then "/" the band this shape runs where GPC order balances it: the
-      // identity says "persistent raster <band>"); s: co-resident clusters of the configuration's size.
+      // persistent schedule's HopperConfig::band_for); s: co-resident clusters of the configuration's size.
       const std::string identity = k->identity(gc);
-      const std::string base_band = std::to_string(config["raster_group"].get<int>());
-      std::string band = base_band;
-      if (const auto at = identity.find("persistent raster "); at != std::string::npos) {
-        const auto from = at + std::string("persistent raster ").size();
-        if (const std::string ran = identity.substr(from, identity.find(' ', from) - from); ran != base_band)
-          band += "/" + ran;
+      std::string band = std::to_string(config["raster_group"].get<int>());
+      if (const ours::HopperConfig* hopper = ours::hopper_config_of(*k); hopper && hopper->persistent) {
+        const int ran = hopper->band_for(int((s.m + hopper->block_m - 1) / hopper->block_m),
+                                         int((s.n + hopper->block_n - 1) / hopper->block_n));
+        if (ran != hopper->raster_group) band += "/" + std::to_string(ran);
       }
       const std::string id = config["name"].get<std::string>() + " " + identity.substr(0, 12) + " r" + band + " s" +
                              std::to_string(config.value("co_resident_clusters", 0));
