@@ -59,6 +59,10 @@ int column(const std::vector<std::string>& header, const std::string& name) {
   return -1;
 }
 
+std::string cell(const std::vector<std::string>& row, int c) {
+  return c >= 0 && c < int(row.size()) ? trim(row[c]) : std::string();
+}
+
 std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> row;
@@ -233,22 +237,19 @@ std::vector<KernelFlops> read_flops(const std::string& text, const std::string& 
                                      "shape, dtype)");
   const int provider_col = column(header, "provider"), shape_col = column(header, "shape"),
             dtype_col = column(header, "dtype");
-  auto get = [](const std::vector<std::string>& row, int c) {
-    return c >= 0 && c < int(row.size()) ? trim(row[c]) : std::string();
-  };
   std::vector<KernelFlops> out;
   for (std::size_t r = 1; r < rows.size(); ++r) {
     KernelFlops k;
-    k.kernel = get(rows[r], kernel_col);
-    const auto flops = parse_number(get(rows[r], flops_col));
+    k.kernel = cell(rows[r], kernel_col);
+    const auto flops = parse_number(cell(rows[r], flops_col));
     if (k.kernel.empty()) continue;
     if (!flops || !(*flops > 0))
       throw std::runtime_error(shown + ":" + std::to_string(r + 1) + ": column flops: expected a positive number, got '" +
-                               get(rows[r], flops_col) + "'");
+                               cell(rows[r], flops_col) + "'");
     k.flops = *flops;
-    k.provider = get(rows[r], provider_col);
-    k.shape = get(rows[r], shape_col);
-    k.dtype = get(rows[r], dtype_col);
+    k.provider = cell(rows[r], provider_col);
+    k.shape = cell(rows[r], shape_col);
+    k.dtype = cell(rows[r], dtype_col);
     out.push_back(std::move(k));
   }
   return out;

@@ -15,11 +15,13 @@ namespace aispflow::ncu {
 
 // RFC 4180 CSV: quoted fields, doubled quotes, CRLF. Throws std::runtime_error on an unterminated quote.
 std::vector<std::vector<std::string>> parse_csv(const std::string& text);
-// Helpers for reading such tables (also used by nodes/roofline_kernels.cpp): `s` without surrounding
-// whitespace; `s` in lower case (ASCII); the index of the header cell equal to `name` once trimmed, or -1.
+// Helpers for reading such tables (also used by nodes/roofline_kernels.cpp and nodes/ncu_profile.cpp): `s`
+// without surrounding whitespace; `s` in lower case (ASCII); the index of the header cell equal to `name` once
+// trimmed, or -1; a row's cell in column `c`, trimmed, or "" where the column is missing (-1) or the row short.
 std::string trim(const std::string& s);
 std::string lower(std::string s);
 int column(const std::vector<std::string>& header, const std::string& name);
+std::string cell(const std::vector<std::string>& row, int c);
 
 // One kernel name's launches, summed.
 struct KernelTraffic {

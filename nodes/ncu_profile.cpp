@@ -79,7 +79,6 @@ std::vector<Launch> read_launches(const std::string& text, const std::string& sh
   const int kernel_col = column(header, "Kernel Name"), id_col = column(header, "ID");
   const int name_col = column(header, "Metric Name"), unit_col = column(header, "Metric Unit"),
             value_col = column(header, "Metric Value");
-  auto cell = [](const std::vector<std::string>& row, int c) { return c >= 0 && c < int(row.size()) ? trim(row[c]) : std::string(); };
 
   std::vector<Launch> out;
   auto launch_for = [&](const std::string& id, const std::string& kernel) -> Launch& {

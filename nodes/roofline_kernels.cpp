@@ -11,6 +11,7 @@ namespace aispflow::roofline {
 
 namespace {
 
+using ncu::cell;
 using ncu::column;
 using ncu::lower;
 using ncu::trim;
@@ -56,24 +57,21 @@ std::vector<KernelRow> read_kernel_rows(const std::string& text, const std::stri
   if (kernel_col < 0 || intensity_col < 0 || achieved_col < 0)
     throw std::runtime_error(shown + ":1: expected a header with columns kernel, intensity and achieved_tflops "
                                      "(optional: label)");
-  auto get = [](const std::vector<std::string>& row, int c) {
-    return c >= 0 && c < int(row.size()) ? trim(row[c]) : std::string();
-  };
   std::vector<KernelRow> out;
   for (std::size_t r = 1; r < rows.size(); ++r) {
     KernelRow k;
-    k.kernel = get(rows[r], kernel_col);
+    k.kernel = cell(rows[r], kernel_col);
     if (k.kernel.empty()) continue;
     k.line = int(r + 1);
     for (const auto& [col, name, target] : {std::tuple{intensity_col, "intensity", &k.intensity},
                                             std::tuple{achieved_col, "achieved_tflops", &k.achieved_tflops}}) {
-      const auto v = ncu::parse_number(get(rows[r], col));
+      const auto v = ncu::parse_number(cell(rows[r], col));
       if (!v || !(*v > 0))
         throw std::runtime_error(shown + ":" + std::to_string(r + 1) + ": column " + name +
-                                 ": expected a positive number, got '" + get(rows[r], col) + "'");
+                                 ": expected a positive number, got '" + cell(rows[r], col) + "'");
       *target = *v;
     }
-    k.label = get(rows[r], label_col);
+    k.label = cell(rows[r], label_col);
     out.push_back(std::move(k));
   }
   if (out.empty()) throw std::runtime_error(shown + ": no kernel rows under the header");
@@ -93,7 +91,6 @@ std::vector<KernelThroughput> read_throughput(const std::string& text, const std
   const int kernel_col = column(header, "Kernel Name"), id_col = column(header, "ID");
   const int name_col = column(header, "Metric Name"), unit_col = column(header, "Metric Unit"),
             value_col = column(header, "Metric Value");
-  auto cell = [](const std::vector<std::string>& row, int c) { return c >= 0 && c < int(row.size()) ? row[c] : std::string(); };
 
   // (launch id, kernel, metric, unit, value) for every throughput value in the file.
   struct Value {
@@ -103,25 +100,25 @@ std::vector<KernelThroughput> read_throughput(const std::string& text, const std
   std::vector<Value> values;
   if (name_col >= 0 && value_col >= 0) {   // details page: one row per metric
     for (std::size_t r = h + 1; r < rows.size(); ++r) {
-      const std::string metric = trim(cell(rows[r], name_col));
+      const std::string metric = cell(rows[r], name_col);
       const auto v = ncu::parse_number(cell(rows[r], value_col));
       if (!resource_of(metric) || !v) continue;
-      std::string id = trim(cell(rows[r], id_col));
-      values.push_back({id.empty() ? "row" + std::to_string(r) : id, trim(cell(rows[r], kernel_col)), metric,
-                        trim(cell(rows[r], unit_col)), *v});
+      std::string id = cell(rows[r], id_col);
+      values.push_back({id.empty() ? "row" + std::to_string(r) : id, cell(rows[r], kernel_col), metric,
+                        cell(rows[r], unit_col), *v});
     }
   } else {   // raw page: one column per metric, perhaps a units row first
     std::size_t first = h + 1;
     std::vector<std::string> units(header.size());
-    if (first < rows.size() && trim(cell(rows[first], kernel_col)).empty()) {
+    if (first < rows.size() && cell(rows[first], kernel_col).empty()) {
       units = rows[first];
       units.resize(header.size());
       ++first;
     }
     for (std::size_t r = first; r < rows.size(); ++r) {
-      const std::string kernel = trim(cell(rows[r], kernel_col));
+      const std::string kernel = cell(rows[r], kernel_col);
       if (kernel.empty()) continue;
-      std::string id = trim(cell(rows[r], id_col));
+      std::string id = cell(rows[r], id_col);
       if (id.empty()) id = "row" + std::to_string(r);
       for (std::size_t c = 0; c < header.size(); ++c)
         if (resource_of(trim(header[c])))

@@ -13,6 +13,7 @@
 #include <cutlass/gemm/kernel/gemm_universal.hpp>
 #include <cutlass/util/packed_stride.hpp>
 
+#include "kernels/cuda/cutlass/adapter_entry_points.cuh"
 #include "kernels/cuda/cutlass/instance_abi.hpp"
 
 namespace aispflow::kernels::cuda::cutlass_sm100 {
@@ -106,35 +107,12 @@ struct Instance {
     args.hw_info = hw;
     return args;
   }
-  static int can_implement(const abi::GemmArgs& g) {
-    return Gemm::can_implement(arguments(g)) == cutlass::Status::kSuccess ? abi::kOk : abi::kCannotImplement;
-  }
-  static std::size_t workspace_bytes(const abi::GemmArgs& g) { return Gemm::get_workspace_size(arguments(g)); }
-  // Only stream-ordered work per call (workspace set-up, the launch), so a call can be captured into a CUDA
-  // graph; the kernel's shared-memory attribute is set once, on the first (uncaptured, verification) call,
-  // instead of on every call as GemmUniversalAdapter::initialize() would.
-  static int run(const abi::GemmArgs& g) {
-    static const cudaError_t attribute = [] {
-      constexpr int smem = Kernel::SharedStorageSize;
-      return smem >= (48 << 10) ? cudaFuncSetAttribute(cutlass::device_kernel<Kernel>,
-                                                       cudaFuncAttributeMaxDynamicSharedMemorySize, smem)
-                                : cudaSuccess;
-    }();
-    if (attribute != cudaSuccess) return abi::kLaunchFailed;
-    const auto args = arguments(g);
-    if (Gemm::can_implement(args) != cutlass::Status::kSuccess) return abi::kCannotImplement;
-    if (Kernel::initialize_workspace(args, g.workspace, g.stream, nullptr) != cutlass::Status::kSuccess)
-      return abi::kLaunchFailed;
-    auto params = Kernel::to_underlying_arguments(args, g.workspace);
-    return Gemm::run(params, g.stream) == cutlass::Status::kSuccess ? abi::kOk : abi::kLaunchFailed;
-  }
-  static constexpr abi::InstanceOps ops{&can_implement, &workspace_bytes, &run};
 };
 
 }  // namespace aispflow::kernels::cuda::cutlass_sm100
 
 #define AISPFLOW_CUTLASS_SM100(symbol, dtype, b_k_major, tm, tn, tk, cm, cn, schedule)                         \
   extern const ::aispflow::kernels::cuda::cutlass_abi::InstanceOps symbol =                                 \
-      ::aispflow::kernels::cuda::cutlass_sm100::Instance<::aispflow::kernels::cuda::cutlass_sm100::dtype,      \
-                                                        b_k_major, tm, tn, tk, cm, cn,                         \
-                                                        ::aispflow::kernels::cuda::cutlass_sm100::Schedule::schedule>::ops;
+      ::aispflow::kernels::cuda::cutlass_abi::AdapterEntryPoints<::aispflow::kernels::cuda::cutlass_sm100::Instance< \
+          ::aispflow::kernels::cuda::cutlass_sm100::dtype, b_k_major, tm, tn, tk, cm, cn,                      \
+          ::aispflow::kernels::cuda::cutlass_sm100::Schedule::schedule>>::ops;

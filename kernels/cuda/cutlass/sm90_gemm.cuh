@@ -11,6 +11,7 @@
 #include <cutlass/gemm/kernel/tile_scheduler.hpp>
 #include <cutlass/util/packed_stride.hpp>
 
+#include "kernels/cuda/cutlass/adapter_entry_points.cuh"
 #include "kernels/cuda/cutlass/instance_abi.hpp"
 
 namespace aispflow::kernels::cuda::cutlass_sm90 {
@@ -128,29 +129,6 @@ struct Instance {
       if (g.promotion_interval > 0) args.mainloop.mma_promotion_interval = uint32_t(g.promotion_interval);
     return args;
   }
-  static int can_implement(const abi::GemmArgs& g) {
-    return Gemm::can_implement(arguments(g)) == cutlass::Status::kSuccess ? abi::kOk : abi::kCannotImplement;
-  }
-  static std::size_t workspace_bytes(const abi::GemmArgs& g) { return Gemm::get_workspace_size(arguments(g)); }
-  // Only stream-ordered work per call (workspace set-up, the launch), so a call can be captured into a CUDA
-  // graph; the kernel's shared-memory attribute is set once, on the first (uncaptured, verification) call,
-  // instead of on every call as GemmUniversalAdapter::initialize() would.
-  static int run(const abi::GemmArgs& g) {
-    static const cudaError_t attribute = [] {
-      constexpr int smem = Kernel::SharedStorageSize;
-      return smem >= (48 << 10) ? cudaFuncSetAttribute(cutlass::device_kernel<Kernel>,
-                                                       cudaFuncAttributeMaxDynamicSharedMemorySize, smem)
-                                : cudaSuccess;
-    }();
-    if (attribute != cudaSuccess) return abi::kLaunchFailed;
-    const auto args = arguments(g);
-    if (Gemm::can_implement(args) != cutlass::Status::kSuccess) return abi::kCannotImplement;
-    if (Kernel::initialize_workspace(args, g.workspace, g.stream, nullptr) != cutlass::Status::kSuccess)
-      return abi::kLaunchFailed;
-    auto params = Kernel::to_underlying_arguments(args, g.workspace);
-    return Gemm::run(params, g.stream) == cutlass::Status::kSuccess ? abi::kOk : abi::kLaunchFailed;
-  }
-  static constexpr abi::InstanceOps ops{&can_implement, &workspace_bytes, &run};
 };
 
 }  // namespace aispflow::kernels::cuda::cutlass_sm90
@@ -158,6 +136,6 @@ struct Instance {
 // One manifest row -> the exported entry points (see instance_abi.hpp), in a generated translation unit.
 #define AISPFLOW_CUTLASS_SM90(symbol, dtype, b_k_major, tm, tn, tk, cm, cn, schedule)                          \
   extern const ::aispflow::kernels::cuda::cutlass_abi::InstanceOps symbol =                                 \
-      ::aispflow::kernels::cuda::cutlass_sm90::Instance<::aispflow::kernels::cuda::cutlass_sm90::dtype, b_k_major, \
-                                                       tm, tn, tk, cm, cn,                                     \
-                                                       ::aispflow::kernels::cuda::cutlass_sm90::Schedule::schedule>::ops;
+      ::aispflow::kernels::cuda::cutlass_abi::AdapterEntryPoints<::aispflow::kernels::cuda::cutlass_sm90::Instance<  \
+          ::aispflow::kernels::cuda::cutlass_sm90::dtype, b_k_major, tm, tn, tk, cm, cn,                       \
+          ::aispflow::kernels::cuda::cutlass_sm90::Schedule::schedule>>::ops;
