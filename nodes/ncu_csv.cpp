@@ -63,6 +63,23 @@ std::string cell(const std::vector<std::string>& row, int c) {
   return c >= 0 && c < int(row.size()) ? trim(row[c]) : std::string();
 }
 
+std::vector<std::vector<std::string>> parse_csv_of(const std::string& text, const std::string& shown) {
+  try {
+    return parse_csv(text);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(shown + ": " + e.what());
+  }
+}
+
+std::size_t kernel_header_row(const std::vector<std::vector<std::string>>& rows, const std::string& shown) {
+  std::size_t h = 0;
+  while (h < rows.size() && column(rows[h], "Kernel Name") < 0) ++h;
+  if (h == rows.size())
+    throw std::runtime_error(shown + ": no \"Kernel Name\" column; expected an Nsight Compute CSV export "
+                                     "(ncu --csv --page raw or --page details) that profiled at least one kernel");
+  return h;
+}
+
 std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> row;
@@ -135,18 +152,8 @@ std::optional<double> unit_scale(const std::string& unit) {
 }
 
 std::vector<KernelTraffic> read_traffic(const std::string& text, const std::string& shown) {
-  std::vector<std::vector<std::string>> rows;
-  try {
-    rows = parse_csv(text);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(shown + ": " + e.what());
-  }
-  // ncu may print "==PROF==" log lines before the table: the header is the first row naming the kernel.
-  std::size_t h = 0;
-  while (h < rows.size() && column(rows[h], "Kernel Name") < 0) ++h;
-  if (h == rows.size())
-    throw std::runtime_error(shown + ": no \"Kernel Name\" column; expected an Nsight Compute CSV export "
-                                     "(ncu --csv --page raw or --page details)");
+  const auto rows = parse_csv_of(text, shown);
+  const std::size_t h = kernel_header_row(rows, shown);
   const auto& header = rows[h];
   const int kernel_col = column(header, "Kernel Name");
   const int id_col = column(header, "ID");
@@ -222,12 +229,7 @@ std::vector<KernelTraffic> read_traffic(const std::string& text, const std::stri
 }
 
 std::vector<KernelFlops> read_flops(const std::string& text, const std::string& shown) {
-  std::vector<std::vector<std::string>> rows;
-  try {
-    rows = parse_csv(text);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(shown + ": " + e.what());
-  }
+  const auto rows = parse_csv_of(text, shown);
   if (rows.empty()) throw std::runtime_error(shown + ": empty; expected a header: kernel,flops[,provider,shape,dtype]");
   std::vector<std::string> header;
   for (const auto& c : rows[0]) header.push_back(lower(trim(c)));

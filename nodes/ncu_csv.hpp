@@ -15,6 +15,11 @@ namespace aispflow::ncu {
 
 // RFC 4180 CSV: quoted fields, doubled quotes, CRLF. Throws std::runtime_error on an unterminated quote.
 std::vector<std::vector<std::string>> parse_csv(const std::string& text);
+// The same, with a parse error named by the file it came from (`shown`).
+std::vector<std::vector<std::string>> parse_csv_of(const std::string& text, const std::string& shown);
+// The header row of an Nsight Compute export's kernel table: the first row naming "Kernel Name" (ncu may print
+// "==PROF==" log lines, or an empty table, before it). Throws, naming `shown`, where no row does.
+std::size_t kernel_header_row(const std::vector<std::vector<std::string>>& rows, const std::string& shown);
 // Helpers for reading such tables (also used by nodes/roofline_kernels.cpp and nodes/ncu_profile.cpp): `s`
 // without surrounding whitespace; `s` in lower case (ASCII); the index of the header cell equal to `name` once
 // trimmed, or -1; a row's cell in column `c`, trimmed, or "" where the column is missing (-1) or the row short.

@@ -66,15 +66,8 @@ std::vector<Launch> read_launches(const std::string& text, const std::string& sh
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);)
     if (line.rfind("==", 0) != 0) table += line + "\n";
-  std::vector<std::vector<std::string>> rows;
-  try {
-    rows = parse_csv(table);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(shown + ": " + e.what());
-  }
-  std::size_t h = 0;
-  while (h < rows.size() && column(rows[h], "Kernel Name") < 0) ++h;
-  if (h == rows.size()) throw std::runtime_error(shown + ": no table with a \"Kernel Name\" column (ncu profiled no kernel?)");
+  const auto rows = parse_csv_of(table, shown);
+  const std::size_t h = kernel_header_row(rows, shown);
   const auto& header = rows[h];
   const int kernel_col = column(header, "Kernel Name"), id_col = column(header, "ID");
   const int name_col = column(header, "Metric Name"), unit_col = column(header, "Metric Unit"),

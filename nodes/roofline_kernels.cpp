@@ -16,14 +16,6 @@ using ncu::column;
 using ncu::lower;
 using ncu::trim;
 
-std::vector<std::vector<std::string>> rows_of(const std::string& text, const std::string& shown) {
-  try {
-    return ncu::parse_csv(text);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(shown + ": " + e.what());
-  }
-}
-
 // The resource a metric measures, from its name ("l2__throughput.avg.pct_of_peak_sustained_elapsed" -> L2).
 std::optional<std::string> resource_of(const std::string& metric) {
   static const std::vector<std::pair<std::string, std::string>> prefixes = {
@@ -48,7 +40,7 @@ const std::vector<std::string>& throughput_resources() {
 }
 
 std::vector<KernelRow> read_kernel_rows(const std::string& text, const std::string& shown) {
-  const auto rows = rows_of(text, shown);
+  const auto rows = ncu::parse_csv_of(text, shown);
   if (rows.empty()) throw std::runtime_error(shown + ": empty; expected a header: kernel,intensity,achieved_tflops[,label]");
   std::vector<std::string> header;
   for (const auto& c : rows[0]) header.push_back(lower(trim(c)));
@@ -80,13 +72,8 @@ std::vector<KernelRow> read_kernel_rows(const std::string& text, const std::stri
 
 std::vector<KernelThroughput> read_throughput(const std::string& text, const std::string& shown,
                                               std::vector<std::string>* scales) {
-  const auto rows = rows_of(text, shown);
-  // ncu may print "==PROF==" log lines before the table: the header is the first row naming the kernel.
-  std::size_t h = 0;
-  while (h < rows.size() && column(rows[h], "Kernel Name") < 0) ++h;
-  if (h == rows.size())
-    throw std::runtime_error(shown + ": no \"Kernel Name\" column; expected an Nsight Compute CSV export "
-                                     "(ncu --csv --page raw or --page details)");
+  const auto rows = ncu::parse_csv_of(text, shown);
+  const std::size_t h = ncu::kernel_header_row(rows, shown);
   const auto& header = rows[h];
   const int kernel_col = column(header, "Kernel Name"), id_col = column(header, "ID");
   const int name_col = column(header, "Metric Name"), unit_col = column(header, "Metric Unit"),
