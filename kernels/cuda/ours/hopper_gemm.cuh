@@ -191,8 +191,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int b_rows = BN / p.cluster_m;            // ... of the shared B tile (K-major B)
   // Bytes a stage receives: the whole tile, less the A rows a trimmed box leaves out (p.a_box_rows).
   const std::uint32_t stage_bytes = Shape::kStageBytes - (p.a_box_rows > 0 ? (BM - p.a_box_rows) * kRowBytes : 0);
-  // Loads k-tile kt of `unit` into stage s (its `full` barrier armed with the bytes to expect).
-  auto load_stage = [&](const WorkUnit& unit, int kt, int s) {
+  // Loads k-tile kt of `unit` into stage s (its `full` barrier armed with the bytes to expect). In a cluster each CTA
+  // loads its slices of the shared operands and multicasts them; `own_copy` loads every slice into this CTA alone
+  // instead (the stage issued before the cluster's start barrier: it touches no peer's barrier or shared memory).
+  // Its loops stay rolled: unrolled, they cost the fp8 128 x 192 consumers an 8-byte spill.
+  auto load_stage = [&](const WorkUnit& unit, int kt, int s, bool own_copy) {
     const WorkTile& t = unit.t;
     const int m0 = (t.cm * p.cluster_m + rank_m) * BM;
     const int n0 = (t.cn * p.cluster_n + rank_n) * BN;
@@ -202,21 +205,29 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int kx = kt * kBlockK;
     if (p.cluster_n == 1)
       tma_load(a_dst, &map_a, &full[s], kx, m0, t.batch);
+    else if (own_copy)
+#pragma unroll 1
+      for (int r = 0; r < p.cluster_n; ++r)
+        tma_load(a_dst + r * a_rows * kRowBytes, &map_a, &full[s], kx, m0 + r * a_rows, t.batch);
     else
       tma_load_multicast(a_dst + rank_n * a_rows * kRowBytes, &map_a, &full[s], kx, m0 + rank_n * a_rows, t.batch,
                          mask_a);
     if constexpr (!BMnMajor) {
       if (p.cluster_m == 1)
         tma_load(b_dst, &map_b, &full[s], kx, n0, t.batch);
+      else if (own_copy)
+#pragma unroll 1
+        for (int r = 0; r < p.cluster_m; ++r)
+          tma_load(b_dst + r * b_rows * kRowBytes, &map_b, &full[s], kx, n0 + r * b_rows, t.batch);
       else
         tma_load_multicast(b_dst + rank_m * b_rows * kRowBytes, &map_b, &full[s], kx, n0 + rank_m * b_rows, t.batch,
                            mask_b);
     } else {
       // MN-major B: BN/64 boxes of 64 columns x kBlockK rows, each 8 KB; box j goes to offset j * 8 KB.
       for (int j = 0; j < BN / 64; ++j) {
-        if (j % p.cluster_m != rank_m) continue;
+        if (!own_copy && j % p.cluster_m != rank_m) continue;
         std::uint8_t* dst = b_dst + j * (kBlockK * kRowBytes);
-        if (p.cluster_m == 1)
+        if (p.cluster_m == 1 || own_copy)
           tma_load(dst, &map_b, &full[s], n0 + 64 * j, kx, t.batch);
         else
           tma_load_multicast(dst, &map_b, &full[s], n0 + 64 * j, kx, t.batch, mask_b);
@@ -226,7 +237,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   WorkSchedule producer_schedule(p, work_place(), clusters);
   WorkUnit unit;
   bool has_unit = false;
-  int pre_issued = 0;   // stages loaded before the CTA barrier (a lone CTA: its barriers are its own)
+  int pre_issued = 0;   // stages loaded before the start barrier, each CTA's own copy (its barriers are its own)
 
   if (threadIdx.x == 0) {
     HOPPER_TIMELINE_STAMP(entry, 0);
@@ -248,18 +259,29 @@ __global__ void __launch_bounds__(kThreads, 1)
     HOPPER_TIMELINE_STAMP(barriers_ready, 0);
     has_unit = producer_schedule.next(unit);
     HOPPER_TIMELINE_STAMP(unit_decoded, 0);
-    // A lone CTA issues its first stages now: their loads overlap the barrier below, the register reallocation
-    // and the consumers' start (NOTES.md step 40: the first load was issued 2.3 us into a 13 us decode kernel).
-    // Fresh stages need no wait on `empty`. At most 4: each TMA load holds this thread until the TMA unit takes
-    // it, and the consumers wait at the barrier meanwhile: the 128 x 64 tile's 8 stages kept them there 1.2 us
-    // (NOTES.md step 112). With 4, fp8 1000 x 1000 x 1008 ran 14 % faster and bf16 1024^3 1.4 % (step 114). The
-    // producer's loop issues the rest after the barrier.
+    // The first stages are issued now: their loads overlap the barrier below, the register reallocation and the
+    // consumers' start (NOTES.md step 40: the first load was issued 2.3 us into a 13 us decode kernel). Fresh
+    // stages need no wait on `empty`. A lone CTA issues at most 4: each TMA load holds this thread until the TMA
+    // unit takes it, and the consumers wait at the barrier meanwhile: the 128 x 64 tile's 8 stages kept them there
+    // 1.2 us (NOTES.md step 112). With 4, fp8 1000 x 1000 x 1008 ran 14 % faster and bf16 1024^3 1.4 % (step 114).
+    // A cluster's CTA issues one, its own copy of the first k-tile (every slice loaded unicast): a multicast may not
+    // start before the peers' barriers are initialised, which the cluster barrier below waits for, and a pair's
+    // first loads went out 0.6 us after its barriers were ready where a lone CTA's went out after 0.13 us. One
+    // own copy took the 128 x 64 pairs at 1000 x 1000 x 1008 3-6 % faster and other clusters at shapes of one or
+    // two waves 1-4 %; four cost the small fp8 pairs 6-8 % in the L2 reads that the multicast saves (NOTES.md step
+    // 143). All CTAs of a cluster share the unit, so all load that k-tile this way. The producer's loop issues the
+    // rest after the barrier, multicast.
     constexpr int kPreIssueStages = kStages < 4 ? kStages : 4;
-    if (cluster_size == 1 && has_unit)
+    if (has_unit && cluster_size == 1) {
       for (; pre_issued < kPreIssueStages && unit.k_begin + pre_issued < unit.k_end; ++pre_issued) {
-        load_stage(unit, unit.k_begin + pre_issued, pre_issued);
+        load_stage(unit, unit.k_begin + pre_issued, pre_issued, /*own_copy=*/true);
         if (pre_issued == 0) HOPPER_TIMELINE_STAMP(first_load, 0);
       }
+    } else if (has_unit && unit.k_begin < unit.k_end) {
+      load_stage(unit, unit.k_begin, 0, /*own_copy=*/true);
+      HOPPER_TIMELINE_STAMP(first_load, 0);
+      pre_issued = 1;
+    }
     if (pre_issued > 0) HOPPER_TIMELINE_STAMP(loads_issued, 0);
   }
   // A cluster's CTAs must see each other's initialised barriers before any multicast (a relaxed arrive: NOTES.md
@@ -285,7 +307,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int skip = pre_issued; has_unit; has_unit = producer_schedule.next(unit), skip = 0, ++produced) {
         for (int kt = unit.k_begin + skip; kt < unit.k_end; ++kt, ++it) {
           const int s = acquire(it);
-          load_stage(unit, kt, s);
+          load_stage(unit, kt, s, /*own_copy=*/false);
           if (it == 0) HOPPER_TIMELINE_STAMP(first_load, 0);
           if (kt == unit.k_begin) HOPPER_TIMELINE_STAMP(unit_loads, produced);
         }
