@@ -121,8 +121,14 @@ const std::vector<std::string>& h100_pick_evidence_runs() {
   // held out: 60 of 61, all 43; rerun-8a141a2 (held out, 60 of 61) left the list for it and is archived in
   // superseded-runs-16.tar.xz, to keep the committed evidence inside the device's carry. run-bdadb1c (the same
   // kernel; step 138 changed only CUTLASS's default rows) took run-8cb4315's place the same way, held out: 60 of
-  // 61, all 43 (run-8cb4315 is in superseded-runs-17.tar.xz).
-  static const std::vector<std::string> runs = {"issue22/run-8a141a2", "issue22/run-018f591", "issue22/run-bdadb1c"};
+  // 61, all 43 (run-8cb4315 is in superseded-runs-17.tar.xz). Step 143 (a cluster's CTAs load their own copy of the
+  // first k-tile before the cluster barrier: clusters 1.5-6 % faster at shapes of one or two waves) moved three
+  // small unaligned.yaml winners from a lone CTA to a 2x1 pair, which the model, held out, does not follow: its
+  // run-6b87410 joins the list in run-8a141a2's place (archived in superseded-runs-18.tar.xz) with those misses
+  // listed in the test, 57 of 61 and 42 of 43 (square_4096 bf16 nt at 0.961, a screening near-tie; all 43 in
+  // rerun-6b87410). A re-fit on both runs took 57 and 59 of their 61, in sample, and still missed the 1000-row
+  // pairs, so the constants stay (docs/kernels.md).
+  static const std::vector<std::string> runs = {"issue22/run-018f591", "issue22/run-bdadb1c", "issue22/run-6b87410"};
   return runs;
 }
 
