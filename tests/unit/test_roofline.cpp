@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <regex>
 
 #include "nodes/ncu_csv.hpp"
+#include "nodes/ncu_profile.hpp"
 #include "nodes/node_factories.hpp"
+#include "nodes/roofline_kernels.hpp"
 #include "nodes/svg.hpp"
 #include "unit/analysis_fixtures.hpp"
 
@@ -326,6 +329,30 @@ TEST(Roofline, NsightComputeDetailsPageIsReadToo) {
   EXPECT_DOUBLE_EQ(*traffic[0].seconds, 0.5e-3);
   EXPECT_THROW(ncu::read_traffic("\"ID\",\"Kernel Name\",\"sm__cycles.sum\"\n\"0\",\"k\",\"5\"\n", "x.csv"),
                std::runtime_error);
+}
+
+// The three Nsight Compute readers find their table through ncu::kernel_header_row: past ncu's own log lines, and
+// an export with no "Kernel Name" column (a table of something else, or ncu's log alone) is refused naming the file.
+TEST(NcuCsv, TheKernelTableIsFoundPastLogLinesOrRefusedNamingTheFile) {
+  const std::vector<std::vector<std::string>> rows = {
+      {"==PROF== Connected to process 1"}, {"ID", "Kernel Name", "dram__bytes.sum"}, {"0", "k", "5"}};
+  EXPECT_EQ(ncu::kernel_header_row(rows, "p.csv"), 1u);
+  const std::string no_table = "\"ID\",\"Name\",\"dram__bytes.sum\"\n\"0\",\"k\",\"5\"\n";
+  auto message = [](const std::function<void()>& read) {
+    try {
+      read();
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string expected = "p.csv: no \"Kernel Name\" column";
+  EXPECT_EQ(message([&] { ncu::kernel_header_row(ncu::parse_csv(no_table), "p.csv"); }).rfind(expected, 0), 0u);
+  EXPECT_EQ(message([&] { ncu::read_traffic(no_table, "p.csv"); }).rfind(expected, 0), 0u);
+  EXPECT_EQ(message([&] { roofline::read_throughput(no_table, "p.csv", nullptr); }).rfind(expected, 0), 0u);
+  EXPECT_EQ(message([&] { ncu::read_launches(no_table, "p.csv"); }).rfind(expected, 0), 0u);
+  // A parse error names the file as well.
+  EXPECT_EQ(message([] { ncu::parse_csv_of("\"unterminated\n", "p.csv"); }).rfind("p.csv: ", 0), 0u);
 }
 
 TEST(Svg, SpreadLabelsKeepsOrderAndGap) {

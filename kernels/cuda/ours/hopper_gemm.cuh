@@ -271,17 +271,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     // two waves 1-4 %; four cost the small fp8 pairs 6-8 % in the L2 reads that the multicast saves (NOTES.md step
     // 143). All CTAs of a cluster share the unit, so all load that k-tile this way. The producer's loop issues the
     // rest after the barrier, multicast.
-    constexpr int kPreIssueStages = kStages < 4 ? kStages : 4;
-    if (has_unit && cluster_size == 1) {
-      for (; pre_issued < kPreIssueStages && unit.k_begin + pre_issued < unit.k_end; ++pre_issued) {
+    const int pre_issue = cluster_size == 1 ? (kStages < 4 ? kStages : 4) : 1;
+    if (has_unit)
+      for (; pre_issued < pre_issue && unit.k_begin + pre_issued < unit.k_end; ++pre_issued) {
         load_stage(unit, unit.k_begin + pre_issued, pre_issued, /*own_copy=*/true);
         if (pre_issued == 0) HOPPER_TIMELINE_STAMP(first_load, 0);
       }
-    } else if (has_unit && unit.k_begin < unit.k_end) {
-      load_stage(unit, unit.k_begin, 0, /*own_copy=*/true);
-      HOPPER_TIMELINE_STAMP(first_load, 0);
-      pre_issued = 1;
-    }
     if (pre_issued > 0) HOPPER_TIMELINE_STAMP(loads_issued, 0);
   }
   // A cluster's CTAs must see each other's initialised barriers before any multicast (a relaxed arrive: NOTES.md
