@@ -5,7 +5,7 @@ A wgmma with N output columns takes N/2 fp32 accumulator registers per thread as
 unreadable and error-prone by hand; this script spells them out. Re-run it after changing the N list:
     python3 tools/gen_wgmma.py > kernels/cuda/ours/wgmma_ops.cuh
 """
-NS = [32, 64, 96, 128, 192, 256]
+NS = [32, 64, 96, 128, 192, 240, 256]
 
 
 def regs(n):

@@ -79,7 +79,11 @@ template <bool Fp8, int BM, int BN>
 struct HopperShape {
   static constexpr int kBlockK = Fp8 ? 128 : 64;                     // elements of K per stage (128 bytes)
   static constexpr int kKStep = Fp8 ? 32 : 16;                       // K per wgmma instruction
-  static constexpr int kStageBytes = (BM + BN) * kRowBytes;
+  // B's slab holds whole 64-column boxes of an MN-major B (its loads' unit): a tile 240 wide reads 256 columns
+  // there, the 16 past its own unused by its wgmmas. A K-major B loads BN rows, so it needs no padding, but both
+  // layouts share this layout (a K-major 240-wide slab keeps 2 KB of each stage unused: still 4 stages).
+  static constexpr int kBSlabRows = BN > 64 ? (BN + 63) / 64 * 64 : BN;
+  static constexpr int kStageBytes = (BM + kBSlabRows) * kRowBytes;
   static constexpr int kEpilogueBytes = 2 * 2 * kChunkBytes;         // 2 consumers x double buffer
   static constexpr int kBarrierBytes = 256;
   static constexpr int kFixedBytes = 1024 + kEpilogueBytes + kBarrierBytes;
@@ -132,13 +136,21 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr bool kReleaseEachKTile = Fp8 && kStages <= 4;
   constexpr int kBlockK = Shape::kBlockK;
   constexpr int kASlab = BM * kRowBytes;               // A bytes per stage
-  constexpr int kBSlab = BN * kRowBytes;               // B bytes per stage
+  constexpr int kBSlab = Shape::kBSlabRows * kRowBytes;   // B bytes a stage holds
+  constexpr int kBBoxes = (BN + 63) / 64;                  // MN-major B: 64-column boxes a stage loads
+  constexpr int kBLoadBytes = BMnMajor ? kBBoxes * 64 * kRowBytes : BN * kRowBytes;   // B bytes a stage receives
   constexpr int kAcc = BN / 2;                         // accumulators per consumer thread
   constexpr int kCols = epilogue_chunk_cols(BN);       // epilogue chunk: the host's C map stores boxes of it
-  constexpr int kChunks = BN / kCols;
   constexpr int kCRowBytes = kCols * 2;
-  static_assert(BN % kCols == 0 && (kCols == 64 || kCols == 32), "epilogue chunk: 64 or 32 columns");
-  static_assert(!BMnMajor || BN % 64 == 0, "MN-major B is loaded in boxes of 64 columns");
+  // A tile whose width is not a multiple of the chunk's (240 = 3 x 64 + 48) stores its last chunk flush with its
+  // right edge, overlapping the chunk before it (chunk_col0 below): the overlap's columns are written twice with the
+  // same values, and no store reaches past the tile into a neighbour's columns.
+  constexpr int kChunks = (BN + kCols - 1) / kCols;
+  static_assert((BN % kCols == 0 || BN > kCols) && BN % 16 == 0 && (kCols == 64 || kCols == 32),
+                "epilogue chunk: 64 or 32 columns");
+  static_assert(!BMnMajor || BN % 64 == 0 || BN > 64, "MN-major B is loaded in boxes of 64 columns");
+  // First column of epilogue chunk c within the tile.
+  auto chunk_col0 = [](int c) { return c * kCols < BN - kCols ? c * kCols : BN - kCols; };
 
   extern __shared__ std::uint8_t smem_raw[];
   // 128-byte swizzled tiles must start on 1024-byte boundaries; every CTA computes the same offset, which the
@@ -190,7 +202,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int a_rows = (p.a_box_rows > 0 ? p.a_box_rows : BM) / p.cluster_n;
   const int b_rows = BN / p.cluster_m;            // ... of the shared B tile (K-major B)
   // Bytes a stage receives: the whole tile, less the A rows a trimmed box leaves out (p.a_box_rows).
-  const std::uint32_t stage_bytes = Shape::kStageBytes - (p.a_box_rows > 0 ? (BM - p.a_box_rows) * kRowBytes : 0);
+  const std::uint32_t stage_bytes = kASlab + kBLoadBytes - (p.a_box_rows > 0 ? (BM - p.a_box_rows) * kRowBytes : 0);
   // Loads k-tile kt of `unit` into stage s (its `full` barrier armed with the bytes to expect). In a cluster each CTA
   // loads its slices of the shared operands and multicasts them; `own_copy` loads every slice into this CTA alone
   // instead (the stage issued before the cluster's start barrier: it touches no peer's barrier or shared memory).
@@ -223,8 +235,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         tma_load_multicast(b_dst + rank_m * b_rows * kRowBytes, &map_b, &full[s], kx, n0 + rank_m * b_rows, t.batch,
                            mask_b);
     } else {
-      // MN-major B: BN/64 boxes of 64 columns x kBlockK rows, each 8 KB; box j goes to offset j * 8 KB.
-      for (int j = 0; j < BN / 64; ++j) {
+      // MN-major B: kBBoxes boxes of 64 columns x kBlockK rows, each 8 KB; box j goes to offset j * 8 KB.
+      for (int j = 0; j < kBBoxes; ++j) {
         if (!own_copy && j % p.cluster_m != rank_m) continue;
         std::uint8_t* dst = b_dst + j * (kBlockK * kRowBytes);
         if (p.cluster_m == 1 || own_copy)
@@ -373,7 +385,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       auto load_bias = [&] {
 #pragma unroll
         for (int c = 0; c < kChunks; ++c) {
-          const int col = n0 + c * kCols + 2 * lane;   // even, and n is even: col + 1 < n too
+          const int col = n0 + chunk_col0(c) + 2 * lane;   // even, and n is even: col + 1 < n too
           bias_pairs[c] = p.epilogue != 0 && 2 * lane < kCols && col < p.n
                               ? __ldg(static_cast<const std::uint32_t*>(p.bias) + col / 2)
                               : 0u;
@@ -652,7 +664,7 @@ __global__ void __launch_bounds__(kThreads, 1)
               std::uint32_t packed[4];
 #pragma unroll
               for (int m = 0; m < 4; ++m) {   // matrix m of this stmatrix: group jj = 2q + m/2, half h = m % 2
-                const int jj = 2 * q + m / 2, h = m % 2, j = c * kGroups + jj;
+                const int jj = 2 * q + m / 2, h = m % 2, j = chunk_col0(c) / 8 + jj;
                 float v0, v1;
                 if constexpr (decltype(with_bias)::value) {
                   v0 = scale * d[4 * j + 2 * h] + bias[jj].x;
@@ -685,7 +697,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           __syncwarp();
           if (stamp_chunk) HOPPER_TIMELINE_STAMP(chunk_fenced, local);
           if (lane == 0) {
-            tma_store(&map_c, buf_addr + std::uint32_t(warp * kStoreRows * kCRowBytes), n0 + c * kCols,
+            tma_store(&map_c, buf_addr + std::uint32_t(warp * kStoreRows * kCRowBytes), n0 + chunk_col0(c),
                       row0 + warp * kStoreRows, t.batch);
             tma_store_commit();
           }

@@ -32,6 +32,7 @@ namespace aispflow::kernels::cuda::ours {
 HopperInstance hopper_instance_bf16_kmajor(int block_m, int block_n, bool ping_pong);
 HopperInstance hopper_instance_bf16_mnmajor(int block_m, int block_n, bool ping_pong);
 HopperInstance hopper_instance_fp8(int block_n, int promote_every);
+HopperInstance hopper_instance_bf16_n240(bool b_mn_major);
 
 namespace {
 
@@ -71,6 +72,8 @@ HopperInstance hopper_instance(const HopperInstanceKey& key) {
   HopperInstance inst;
   if (key.fp8) {
     if (!key.ping_pong && key.block_m == 128) inst = hopper_instance_fp8(key.block_n, key.promote_every);
+  } else if (key.block_n == 240) {
+    if (key.block_m == 128 && !key.ping_pong) inst = hopper_instance_bf16_n240(key.b_mn_major);
   } else {
     inst = key.b_mn_major ? hopper_instance_bf16_mnmajor(key.block_m, key.block_n, key.ping_pong)
                           : hopper_instance_bf16_kmajor(key.block_m, key.block_n, key.ping_pong);
@@ -243,9 +246,9 @@ class HopperGemm final : public OurKernel {
     if (s.m > (1LL << 31) - 1 || s.n > (1LL << 31) - 1 || s.k > (1LL << 31) - 1) return std::string("dimension above 2^31");
     if (config_.cluster_m * config_.cluster_n > 1 && !config_.persistent)
       return std::string("clusters are only built persistent");   // a configuration error, never reached
-    // MN-major B is loaded in boxes of 64 columns (128 bytes, the swizzle's row): the tile must be made of them (the
-    // kernel asserts the same at compile time).
-    if (config_.block_n % 64 != 0 && c.layout == "nn" && !config_.fp8)
+    // MN-major B is loaded in boxes of 64 columns (128 bytes, the swizzle's row): a tile narrower than one cannot
+    // (the kernel asserts the same at compile time); a 240-wide one loads four and leaves 16 columns unread.
+    if (config_.block_n < 64 && c.layout == "nn" && !config_.fp8)
       return config_.family + " " + config_.name() + " reads B K-major only (layout nt); layout nn loads B in 64-column boxes";
     return std::nullopt;
   }
@@ -574,6 +577,10 @@ std::vector<HopperConfig> cluster_configs() {
     out.push_back({"ours.cluster", false, 32, cm, cn, true, 8, 0});
     out.push_back({"ours.cluster", true, 32, cm, cn, true, 8, 0, "cooperative", false, 4});
   }
+  // 128 x 240 tiles (bf16; NOTES.md step 145): N = 2880 in 12 whole tiles (4096 x 2880: 384 tiles, 2.9 waves),
+  // where 256 runs the same 3 waves with a last column three quarters empty, 6 % of the tensor work for nothing.
+  for (auto [cm, cn] : {std::pair{2, 1}, std::pair{1, 2}, std::pair{1, 1}})
+    out.push_back({"ours.cluster", false, 240, cm, cn, true, 8, 0});
   // Stream-K for the last wave, on the clusters that win large shapes (2x1) and without a cluster.
   for (int bn : {256, 192, 128})
     for (auto [cm, cn] : {std::pair{2, 1}, std::pair{1, 1}})
