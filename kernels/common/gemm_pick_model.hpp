@@ -15,6 +15,7 @@ namespace aispflow::kernels {
 
 struct PickShape {
   std::int64_t m = 0, n = 0, k = 0, batch = 1;
+  bool b_mn_major = false;   // B stored K x N (bf16 layout nn): the kernel loads it in boxes of 64 columns
 };
 
 // One configuration as the model sees it.

@@ -644,7 +644,7 @@ std::size_t pick_cluster(const std::vector<std::unique_ptr<OurKernel>>& list, co
   const auto& at = runnable.empty() ? of_dtype_at : runnable_at;
   if (configs.empty()) return 0;
   const DeviceInfo* d = first_device();
-  const PickShape shape{c.shape.m, c.shape.n, c.shape.k, c.shape.batch};
+  const PickShape shape{c.shape.m, c.shape.n, c.shape.k, c.shape.batch, c.layout == "nn" && !fp8};
   return at[pick_argmin(shape, c.dtype, configs, h100_pick_constants(), d ? d->sm_count : 132)];
 }
 
