@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numeric>
 #include <stdexcept>
 
 #include "kernels/common/fp8_promotion.hpp"
@@ -290,18 +289,11 @@ PickPrediction predict_pick(const PickShape& s, const std::string& dtype, const 
   // cost of loading them (NOTES.md step 26), unless the kernel trims the box to 64 rows at M <= 64.
   const bool trimmed = cfg.a_box_trim && a_box_trimmed(s.m, cfg.block_m, cfg.schedule == "pingpong");
   const double a_rows = trimmed ? 64.0 : double(cfg.block_m);
-  // Rows of B a stage loads. An MN-major B comes in boxes of 64 columns (128 bytes), whole boxes even where the
-  // tile is narrower (240 loads 256); a tile whose left edge is not a multiple of 64 columns (n0 = 240 t: three
-  // tiles in four) starts each box's 128-byte rows mid-line, so they touch two L2 lines instead of one: its B
-  // slab costs twice (NOTES.md step 145: 128 x 240 alone ran 10 % slower in nn than in nt, 128 x 256 2 %).
+  // Rows of B a stage loads. An MN-major B comes in boxes of 64 columns, whole boxes even where the tile is
+  // narrower: 128 x 240 loads 256.
   double b_rows = double(std::min<std::int64_t>(cfg.block_n, s.n));
-  if (s.b_mn_major && !fp8 && cfg.block_n > 64 && cfg.block_n % 64 != 0) {
+  if (s.b_mn_major && !fp8 && cfg.block_n > 64 && cfg.block_n % 64 != 0)
     b_rows = double(std::min<std::int64_t>(ceil_div(cfg.block_n, 64) * 64, ceil_div(s.n, 64) * 64));
-    int misaligned = 0;   // of the 64 / gcd(block_n, 64) tile columns in a period of the box grid
-    const int period = 64 / std::gcd(cfg.block_n, 64);
-    for (int t = 0; t < period; ++t) misaligned += (t * cfg.block_n) % 64 != 0 ? 1 : 0;
-    b_rows *= 1.0 + double(misaligned) / period;
-  }
   const double l2_slabs = (a_rows / cfg.cluster_n + b_rows / cfg.cluster_m) / 128.0;
   const double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);
   const double compulsory = (double(s.m) * s.k + double(s.k) * s.n) * ab_bytes + double(s.m) * s.n * 2.0;
