@@ -47,7 +47,7 @@ void collect(const nlohmann::json& j, const std::string& path, std::vector<PickE
   e.shape = {s.at("m").get<std::int64_t>(), s.at("n").get<std::int64_t>(), s.at("k").get<std::int64_t>(),
              s.value("batch", std::int64_t(1))};
   e.dtype = j.at("dtype").get<std::string>();
-  e.shape.b_mn_major = j.value("layout", "nn") == "nn" && e.dtype == "bf16";   // fp8 nn stores B N x K
+  e.shape.b_mn_major = b_stored_mn_major(j.value("layout", "nn"), is_fp8(e.dtype));
   e.source = path + ": " + s.value("name", std::string("?")) + " " + e.dtype + " " + j.value("layout", "nn") + " " +
              j.value("epilogue", "none");
   const std::string winner = j.contains("config") ? j["config"].value("name", std::string()) : std::string();

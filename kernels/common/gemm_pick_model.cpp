@@ -292,7 +292,7 @@ PickPrediction predict_pick(const PickShape& s, const std::string& dtype, const 
   // Rows of B a stage loads. An MN-major B comes in boxes of 64 columns, whole boxes even where the tile is
   // narrower: 128 x 240 loads 256.
   double b_rows = double(std::min<std::int64_t>(cfg.block_n, s.n));
-  if (s.b_mn_major && !fp8 && cfg.block_n > 64 && cfg.block_n % 64 != 0)
+  if (s.b_mn_major && cfg.block_n > 64 && cfg.block_n % 64 != 0)
     b_rows = double(std::min<std::int64_t>(ceil_div(cfg.block_n, 64) * 64, ceil_div(s.n, 64) * 64));
   const double l2_slabs = (a_rows / cfg.cluster_n + b_rows / cfg.cluster_m) / 128.0;
   const double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);

@@ -13,6 +13,10 @@
 
 namespace aispflow::kernels {
 
+// Whether a GEMM case's B is stored K x N, which ours.cluster reads MN-major: bf16 in layout nn (fp8 in layout nn
+// stores B N x K, K-major, as cuBLASLt's fp8 does).
+inline bool b_stored_mn_major(const std::string& layout, bool fp8) { return layout == "nn" && !fp8; }
+
 struct PickShape {
   std::int64_t m = 0, n = 0, k = 0, batch = 1;
   bool b_mn_major = false;   // B stored K x N (bf16 layout nn): the kernel loads it in boxes of 64 columns

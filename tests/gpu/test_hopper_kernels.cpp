@@ -78,6 +78,23 @@ TEST(HopperKernels, DefaultPicksFollowTheShape) {
   for (const auto& k : cluster) EXPECT_NE(k->identity(square).find("ours.cluster"), std::string::npos);
 }
 
+// Every configuration the providers list has a compiled instance for each way it can read B (K-major; MN-major for
+// bf16 tiles of at least one 64-column box), of its own K per k-tile: the dispatch over the instance families
+// (hopper_instance and the per-family translation units) misses none, the 240-wide tile's included.
+TEST(HopperKernels, EveryConfigurationHasItsCompiledInstance) {
+  auto configs = ours::cluster_configs();
+  for (const auto& k : ours::wgmma_kernels()) configs.push_back(*ours::hopper_config_of(*k));
+  for (const ours::HopperConfig& config : configs)
+    for (const bool mn : {false, true}) {
+      if (mn && (config.fp8 || config.block_n < 64)) continue;
+      SCOPED_TRACE(config.name() + (mn ? " MN-major B" : " K-major B"));
+      ours::HopperInstance inst;
+      ASSERT_NO_THROW(inst = ours::hopper_instance(config.instance_key(mn)));
+      EXPECT_NE(inst.launch, nullptr);
+      EXPECT_EQ(inst.block_k, config.block_k());
+    }
+}
+
 // The probe hook (bench/tools/hopper_timeline.cu runs its timeline build through it): while an override lives,
 // hopper_instance() hands out the override's instance for that key and the library's for every other; once it is
 // gone, the library's again. A second override of a live key is refused.

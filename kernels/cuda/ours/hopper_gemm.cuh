@@ -137,8 +137,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr int kBlockK = Shape::kBlockK;
   constexpr int kASlab = BM * kRowBytes;               // A bytes per stage
   constexpr int kBSlab = Shape::kBSlabRows * kRowBytes;   // B bytes a stage holds
-  constexpr int kBBoxes = (BN + 63) / 64;                  // MN-major B: 64-column boxes a stage loads
-  constexpr int kBLoadBytes = BMnMajor ? kBBoxes * 64 * kRowBytes : BN * kRowBytes;   // B bytes a stage receives
+  constexpr int kBBoxes = Shape::kBSlabRows / 64;          // MN-major B: the 64-column boxes a stage loads
+  constexpr int kBLoadBytes = BMnMajor ? kBSlab : BN * kRowBytes;   // B bytes a stage receives
   constexpr int kAcc = BN / 2;                         // accumulators per consumer thread
   constexpr int kCols = epilogue_chunk_cols(BN);       // epilogue chunk: the host's C map stores boxes of it
   constexpr int kCRowBytes = kCols * 2;
@@ -146,9 +146,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   // right edge, overlapping the chunk before it (chunk_col0 below): the overlap's columns are written twice with the
   // same values, and no store reaches past the tile into a neighbour's columns.
   constexpr int kChunks = (BN + kCols - 1) / kCols;
-  static_assert((BN % kCols == 0 || BN > kCols) && BN % 16 == 0 && (kCols == 64 || kCols == 32),
-                "epilogue chunk: 64 or 32 columns");
-  static_assert(!BMnMajor || BN % 64 == 0 || BN > 64, "MN-major B is loaded in boxes of 64 columns");
+  static_assert(BN % 16 == 0 && (kCols == 64 || kCols == 32), "epilogue chunk: 64 or 32 columns");
+  static_assert(!BMnMajor || BN >= 64, "MN-major B is loaded in boxes of 64 columns");
   // First column of epilogue chunk c within the tile.
   auto chunk_col0 = [](int c) { return c * kCols < BN - kCols ? c * kCols : BN - kCols; };
 

@@ -32,7 +32,6 @@ namespace aispflow::kernels::cuda::ours {
 HopperInstance hopper_instance_bf16_kmajor(int block_m, int block_n, bool ping_pong);
 HopperInstance hopper_instance_bf16_mnmajor(int block_m, int block_n, bool ping_pong);
 HopperInstance hopper_instance_fp8(int block_n, int promote_every);
-HopperInstance hopper_instance_bf16_n240(bool b_mn_major);
 
 namespace {
 
@@ -72,8 +71,6 @@ HopperInstance hopper_instance(const HopperInstanceKey& key) {
   HopperInstance inst;
   if (key.fp8) {
     if (!key.ping_pong && key.block_m == 128) inst = hopper_instance_fp8(key.block_n, key.promote_every);
-  } else if (key.block_n == 240) {
-    if (key.block_m == 128 && !key.ping_pong) inst = hopper_instance_bf16_n240(key.b_mn_major);
   } else {
     inst = key.b_mn_major ? hopper_instance_bf16_mnmajor(key.block_m, key.block_n, key.ping_pong)
                           : hopper_instance_bf16_kmajor(key.block_m, key.block_n, key.ping_pong);
@@ -182,7 +179,7 @@ class HopperGemm final : public OurKernel {
   const HopperConfig& hopper_config() const { return config_; }
 
   std::string identity(const GemmCase& c) const override {
-    const bool mn = c.layout == "nn" && !config_.fp8;
+    const bool mn = b_stored_mn_major(c.layout, config_.fp8);
     char text[512];
     std::snprintf(text, sizeof text,
                   "%s %s %s tile %dx%dx%d stages %d cluster %dx%d %s split-k %d; wgmma m64n%dk%d from %s-major B, "
@@ -248,7 +245,7 @@ class HopperGemm final : public OurKernel {
       return std::string("clusters are only built persistent");   // a configuration error, never reached
     // MN-major B is loaded in boxes of 64 columns (128 bytes, the swizzle's row): a tile narrower than one cannot
     // (the kernel asserts the same at compile time); a 240-wide one loads four and leaves 16 columns unread.
-    if (config_.block_n < 64 && c.layout == "nn" && !config_.fp8)
+    if (config_.block_n < 64 && b_stored_mn_major(c.layout, config_.fp8))
       return config_.family + " " + config_.name() + " reads B K-major only (layout nt); layout nn loads B in 64-column boxes";
     return std::nullopt;
   }
@@ -645,7 +642,7 @@ std::size_t pick_cluster(const std::vector<std::unique_ptr<OurKernel>>& list, co
   const auto& at = runnable.empty() ? of_dtype_at : runnable_at;
   if (configs.empty()) return 0;
   const DeviceInfo* d = first_device();
-  const PickShape shape{c.shape.m, c.shape.n, c.shape.k, c.shape.batch, c.layout == "nn" && !fp8};
+  const PickShape shape{c.shape.m, c.shape.n, c.shape.k, c.shape.batch, b_stored_mn_major(c.layout, fp8)};
   return at[pick_argmin(shape, c.dtype, configs, h100_pick_constants(), d ? d->sm_count : 132)];
 }
 
